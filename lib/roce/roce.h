@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/roce: the RoCEv2 wire format and nothing else (IBTA Vol.1 ch.9 and
+ * Annex A17). No DPDK state lives here, so it can be unit-tested and fuzzed
+ * on its own. All multi-byte fields in the wire structs are big-endian.
+ */
+#ifndef ROCE_H
+#define ROCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ROCE_UDP_DPORT		4791
+#define ROCE_ETH_HLEN		14
+#define ROCE_VLAN_HLEN		4
+#define ROCE_IPV4_HLEN		20	/* droce never sends IP options */
+#define ROCE_IPV6_HLEN		40
+#define ROCE_UDP_HLEN		8
+#define ROCE_BTH_LEN		12
+#define ROCE_RETH_LEN		16
+#define ROCE_AETH_LEN		4
+#define ROCE_ATMETH_LEN		28
+#define ROCE_ATMACK_LEN		8
+#define ROCE_DETH_LEN		8
+#define ROCE_IMMDT_LEN		4
+#define ROCE_IETH_LEN		4
+#define ROCE_ICRC_LEN		4
+#define ROCE_PSN_MASK		0xffffffu
+#define ROCE_QPN_MASK		0xffffffu
+#define ROCE_DEFAULT_PKEY	0xffff
+
+/* BTH: opcode, SE|M|PadCnt(2)|TVer(4), P_Key, FECN|BECN|resv6, DestQP(24),
+ * A|resv7, PSN(24). */
+struct roce_bth {
+	uint8_t opcode;
+	uint8_t flags;
+	uint16_t pkey;
+	uint32_t qpn;		/* byte 0: FECN(7) BECN(6) resv; bytes 1-3: QPN */
+	uint32_t apsn;		/* bit 31: AckReq; bits 23-0: PSN */
+} __attribute__((packed));
+
+#define ROCE_BTH_SE		0x80
+#define ROCE_BTH_MIG		0x40
+#define ROCE_BTH_PAD_SHIFT	4
+#define ROCE_BTH_PAD_MASK	0x30
+#define ROCE_BTH_TVER_MASK	0x0f
+#define ROCE_BTH_FECN		0x80000000u
+#define ROCE_BTH_BECN		0x40000000u
+#define ROCE_BTH_ACKREQ		0x80000000u
+
+struct roce_reth {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t dma_len;
+} __attribute__((packed));
+
+struct roce_aeth {
+	uint32_t syn_msn;	/* syndrome(8) | MSN(24) */
+} __attribute__((packed));
+
+struct roce_atmeth {
+	uint64_t va;
+	uint32_t rkey;
+	uint64_t swap_add;
+	uint64_t compare;
+} __attribute__((packed));
+
+struct roce_atmack {
+	uint64_t orig;
+} __attribute__((packed));
+
+struct roce_deth {
+	uint32_t qkey;
+	uint32_t src_qp;	/* resv(8) | SrcQP(24) */
+} __attribute__((packed));
+
+/* AETH syndrome (IBTA 9.7.5.1.4 table 44): bits 7..5 select the class. */
+#define ROCE_AETH_ACK		0x00	/* | credit count (5 bits) */
+#define ROCE_AETH_RNR_NAK	0x20	/* | RNR timer code (5 bits) */
+#define ROCE_AETH_NAK		0x60	/* | NAK code */
+#define ROCE_AETH_CLASS_MASK	0x60
+#define ROCE_AETH_CREDIT_INVALID 0x1f
+#define ROCE_NAK_PSN_SEQ_ERR	0
+#define ROCE_NAK_INVALID_REQ	1
+#define ROCE_NAK_REMOTE_ACCESS	2
+#define ROCE_NAK_REMOTE_OP	3
+#define ROCE_NAK_INVALID_RD_REQ	4
+
+/* Opcodes (IBTA table 38). The top three bits are the transport. */
+enum roce_transport {
+	ROCE_TRANSPORT_RC = 0x00,
+	ROCE_TRANSPORT_UC = 0x20,
+	ROCE_TRANSPORT_RD = 0x40,
+	ROCE_TRANSPORT_UD = 0x60,
+	ROCE_TRANSPORT_CNP = 0x80,
+	ROCE_TRANSPORT_XRC = 0xa0,
+};
+
+enum roce_op {	/* low five bits */
+	ROCE_OP_SEND_FIRST = 0x00,
+	ROCE_OP_SEND_MIDDLE = 0x01,
+	ROCE_OP_SEND_LAST = 0x02,
+	ROCE_OP_SEND_LAST_IMM = 0x03,
+	ROCE_OP_SEND_ONLY = 0x04,
+	ROCE_OP_SEND_ONLY_IMM = 0x05,
+	ROCE_OP_WRITE_FIRST = 0x06,
+	ROCE_OP_WRITE_MIDDLE = 0x07,
+	ROCE_OP_WRITE_LAST = 0x08,
+	ROCE_OP_WRITE_LAST_IMM = 0x09,
+	ROCE_OP_WRITE_ONLY = 0x0a,
+	ROCE_OP_WRITE_ONLY_IMM = 0x0b,
+	ROCE_OP_READ_REQ = 0x0c,
+	ROCE_OP_READ_RESP_FIRST = 0x0d,
+	ROCE_OP_READ_RESP_MIDDLE = 0x0e,
+	ROCE_OP_READ_RESP_LAST = 0x0f,
+	ROCE_OP_READ_RESP_ONLY = 0x10,
+	ROCE_OP_ACK = 0x11,
+	ROCE_OP_ATOMIC_ACK = 0x12,
+	ROCE_OP_CMP_SWAP = 0x13,
+	ROCE_OP_FETCH_ADD = 0x14,
+	ROCE_OP_SEND_LAST_INV = 0x16,
+	ROCE_OP_SEND_ONLY_INV = 0x17,
+};
+
+#define ROCE_OPCODE(transport, op)	((uint8_t)((transport) | (op)))
+#define ROCE_OPCODE_CNP			0x81
+
+/* What each opcode carries and means: one table drives build and parse. */
+enum roce_opf {
+	ROCE_OPF_RETH = 1u << 0,
+	ROCE_OPF_AETH = 1u << 1,
+	ROCE_OPF_ATMETH = 1u << 2,
+	ROCE_OPF_ATMACK = 1u << 3,
+	ROCE_OPF_DETH = 1u << 4,
+	ROCE_OPF_IMMDT = 1u << 5,
+	ROCE_OPF_IETH = 1u << 6,
+	ROCE_OPF_PAYLOAD = 1u << 7,
+	ROCE_OPF_REQ = 1u << 8,		/* requester -> responder */
+	ROCE_OPF_RESP = 1u << 9,	/* responder -> requester */
+	ROCE_OPF_FIRST = 1u << 10,
+	ROCE_OPF_MIDDLE = 1u << 11,
+	ROCE_OPF_LAST = 1u << 12,	/* ONLY sets FIRST and LAST */
+	ROCE_OPF_SEND = 1u << 13,
+	ROCE_OPF_WRITE = 1u << 14,
+	ROCE_OPF_READ = 1u << 15,
+	ROCE_OPF_ATOMIC = 1u << 16,
+	ROCE_OPF_ACK = 1u << 17,	/* ACK, ATOMIC ACK */
+	ROCE_OPF_CNP = 1u << 18,
+};
+
+struct roce_opcode_info {
+	const char *name;	/* NULL: opcode not supported/reserved */
+	uint32_t flags;		/* ROCE_OPF_* */
+	uint8_t hdr_len;	/* BTH + extended transport headers */
+};
+
+extern const struct roce_opcode_info roce_opcode_table[256];
+
+static inline const struct roce_opcode_info *
+roce_opcode_info(uint8_t opcode)
+{
+	return &roce_opcode_table[opcode];
+}
+
+/*
+ * Every field of a RoCEv2 frame, in host order, as parsed or as to be built.
+ * roce_build(roce_parse(frame)) gives back the same bytes for any frame that
+ * droce or rxe emits (no IP options, UDP checksum 0).
+ */
+struct roce_pkt {
+	/* L2 */
+	uint8_t dst_mac[6];
+	uint8_t src_mac[6];
+	bool has_vlan;
+	uint16_t vlan_tci;
+	/* L3 */
+	bool ipv6;
+	uint8_t tos;		/* IPv4 TOS / IPv6 traffic class */
+	uint8_t ttl;		/* IPv4 TTL / IPv6 hop limit */
+	uint16_t ip_id;		/* IPv4 only */
+	uint16_t frag_off;	/* IPv4 flags+fragment offset field (DF = 0x4000) */
+	uint32_t flow_label;	/* IPv6 only */
+	uint8_t src_ip[16];	/* IPv4: first 4 bytes */
+	uint8_t dst_ip[16];
+	/* L4 */
+	uint16_t udp_sport;
+	uint16_t udp_dport;
+	uint16_t udp_csum;	/* as found on the wire; built as given */
+	/* BTH */
+	uint8_t opcode;
+	bool se;
+	bool mig;
+	uint8_t pad;		/* 0..3 */
+	uint8_t tver;
+	uint16_t pkey;
+	bool fecn;
+	bool becn;
+	uint32_t dest_qp;
+	bool ack_req;
+	uint32_t psn;
+	/* extended transport headers, valid per roce_opcode_table[opcode].flags */
+	uint64_t reth_va;
+	uint32_t reth_rkey;
+	uint32_t reth_len;
+	uint8_t aeth_syndrome;
+	uint32_t aeth_msn;
+	uint64_t atm_va;
+	uint32_t atm_rkey;
+	uint64_t atm_swap_add;
+	uint64_t atm_compare;
+	uint64_t atmack_orig;
+	uint32_t deth_qkey;
+	uint32_t deth_src_qp;
+	uint32_t imm;		/* ImmDt in network order, as ibv_wc.imm_data */
+	uint32_t ieth_rkey;
+	/* layout, filled by parse and by build */
+	uint16_t l3_off;	/* start of the IP header */
+	uint16_t l4_off;
+	uint16_t bth_off;
+	uint16_t payload_off;
+	uint32_t payload_len;	/* without pad and ICRC */
+	uint32_t frame_len;	/* whole frame including ICRC */
+	uint32_t icrc;		/* as found on the wire (parse) */
+};
+
+enum roce_parse_err {
+	ROCE_OK = 0,
+	ROCE_ERR_TRUNCATED = -1,	/* shorter than its headers say */
+	ROCE_ERR_NOT_ROCE = -2,		/* not IPv4/IPv6 + UDP to 4791 */
+	ROCE_ERR_BAD_IP = -3,		/* bad version, IHL, checksum, length or fragment */
+	ROCE_ERR_BAD_UDP = -4,		/* UDP length inconsistent */
+	ROCE_ERR_BAD_OPCODE = -5,	/* reserved/unsupported opcode */
+	ROCE_ERR_BAD_TVER = -6,
+	ROCE_ERR_BAD_LENGTH = -7,	/* pad/payload inconsistent with the opcode */
+};
+
+/*
+ * Parse a whole frame starting at the Ethernet header. `len` is the frame
+ * length. Only the first `contig` bytes need be contiguous at `frame`: all
+ * headers must lie there (else ROCE_ERR_TRUNCATED); payload and ICRC may
+ * extend beyond (then p->icrc is left 0 and the caller reads it). Validates
+ * L2/L3/L4 consistency and the opcode table, not the ICRC. Returns ROCE_OK or
+ * a negative roce_parse_err.
+ */
+int roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
+	       struct roce_pkt *p);
+
+/*
+ * Write all headers of `p` (Ethernet .. last extended header) into `buf`
+ * (at least ROCE_MAX_HDR_LEN bytes), taking `p->payload_len` and `p->pad`
+ * for the length fields. Fills the layout fields of `p` and computes the IPv4
+ * header checksum. Returns the header length. The ICRC is not written: see
+ * roce_icrc_*.
+ */
+#define ROCE_MAX_HDR_LEN (ROCE_ETH_HLEN + ROCE_VLAN_HLEN + ROCE_IPV6_HLEN + \
+			  ROCE_UDP_HLEN + ROCE_BTH_LEN + ROCE_ATMETH_LEN + 16)
+uint32_t roce_build_hdrs(uint8_t *buf, struct roce_pkt *p);
+
+/*
+ * CRC32 (IEEE 802.3, reflected, poly 0xEDB88320) with zlib's conventions:
+ * start from 0, chain as roce_crc32(roce_crc32(0, a, la), b, lb) ==
+ * roce_crc32(0, ab, la + lb). Runs at memory speed (ISA-L when available).
+ */
+uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
+/* Which implementation roce_crc32 uses: "isal" or "slice8". */
+const char *roce_crc32_impl(void);
+
+/*
+ * ICRC (IBTA A17.8): CRC32 over 8 bytes of 0xff, then the IP header with
+ * IPv4 TOS/TTL/checksum (IPv6 traffic class, flow label, hop limit) set to
+ * 1s, the UDP header with its checksum set to 1s, the BTH with its resv8a
+ * byte (FECN/BECN) set to 1s, then everything up to the ICRC.
+ *
+ * roce_icrc_hdrs() returns the running CRC over the masked pseudo-header and
+ * the headers from `l3` (IP header start) for `hdr_len` bytes (IP + UDP +
+ * BTH + extended headers: bth_off + hdr_len... minus l3_off); chain the
+ * payload and pad with roce_crc32(); roce_icrc_final() turns the running CRC
+ * into the value stored little-endian in the last 4 bytes of the frame.
+ */
+uint32_t roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6);
+static inline uint32_t roce_icrc_final(uint32_t crc) { return crc; }
+
+/* ICRC of a whole contiguous frame (`frame_len` includes the ICRC slot). */
+uint32_t roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p);
+
+/* Write/read the 4-byte little-endian ICRC at `dst`. */
+static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)
+{
+	dst[0] = (uint8_t)icrc;
+	dst[1] = (uint8_t)(icrc >> 8);
+	dst[2] = (uint8_t)(icrc >> 16);
+	dst[3] = (uint8_t)(icrc >> 24);
+}
+
+static inline uint32_t roce_icrc_load(const uint8_t *src)
+{
+	return (uint32_t)src[0] | (uint32_t)src[1] << 8 |
+	       (uint32_t)src[2] << 16 | (uint32_t)src[3] << 24;
+}
+
+/* PSN arithmetic modulo 2^24 (IBTA 9.7.1): signed distance a - b. */
+static inline int32_t roce_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline uint32_t roce_psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & ROCE_PSN_MASK;
+}
+
+/* Path MTU enum (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5) to bytes. */
+static inline uint32_t roce_mtu_bytes(int mtu_enum)
+{
+	return mtu_enum >= 1 && mtu_enum <= 5 ? 128u << mtu_enum : 0;
+}
+
+/* The IPv4 header checksum of `hdr` (IHL*4 bytes), as stored on the wire. */
+uint16_t roce_ipv4_cksum(const uint8_t *hdr, uint32_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROCE_H */

@@ -1,0 +1,1 @@
+/* placeholder until lib/roce lands */
