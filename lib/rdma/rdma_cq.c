@@ -1,1 +1,356 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completion queues: a ring of 64-byte CQEs in hugepage memory. The engine
+ * writes an entry and then its owner byte; the application polls the owner
+ * byte of the next entry, with no lock against the engine and no syscall.
+ * Owner phase: an entry of lap k is valid when owner == ((k & 1) ^ 1), so
+ * the zeroed ring starts out empty.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_ethdev.h>
+
+#include "droce_int.h"
+
+#define DROCE_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+	IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+	IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+	IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+	IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
+{
+	uint32_t ci = __atomic_load_n(&cq->ci_db, __ATOMIC_ACQUIRE);
+	struct droce_cqe *d;
+
+	if (unlikely(cq->pi - ci >= cq->size)) {
+		cq->overrun = true;
+		return false;
+	}
+	d = &cq->ring[cq->pi & (cq->size - 1)];
+	memcpy(d, src, offsetof(struct droce_cqe, owner));
+	__atomic_store_n(&d->owner,
+			 (uint8_t)(((cq->pi >> cq->log_size) & 1) ^ 1),
+			 __ATOMIC_RELEASE);
+	cq->pi++;
+	return true;
+}
+
+/* The next valid CQE at the application's consumer index, or NULL. */
+static inline struct droce_cqe *cq_peek(struct droce_cq *cq)
+{
+	struct droce_cqe *e = &cq->ring[cq->ci & (cq->size - 1)];
+	uint8_t want = (uint8_t)(((cq->ci >> cq->log_size) & 1) ^ 1);
+
+	if (__atomic_load_n(&e->owner, __ATOMIC_ACQUIRE) != want)
+		return NULL;
+	return e;
+}
+
+static inline void cq_drive(struct droce_cq *cq)
+{
+	if (cq->dev->args.lcore < 0)
+		droce_drv->poll(cq->dev);
+}
+
+int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct droce_cq *cq = droce_cq_of(ibcq);
+	int n = 0;
+
+	if (unlikely(ne < 0 || (ne > 0 && wc == NULL)))
+		return -1;
+	cq_drive(cq);
+	rte_spinlock_lock(&cq->lock);
+	while (n < ne) {
+		struct droce_cqe *e = cq_peek(cq);
+		struct ibv_wc *w = &wc[n];
+
+		if (e == NULL)
+			break;
+		w->wr_id = e->wr_id;
+		w->status = e->status;
+		w->opcode = e->opcode;
+		w->vendor_err = e->vendor_err;
+		w->byte_len = e->byte_len;
+		w->imm_data = e->imm_data;
+		w->qp_num = e->qp_num;
+		w->src_qp = e->src_qp;
+		w->wc_flags = e->wc_flags;
+		w->pkey_index = e->pkey_index;
+		w->slid = e->slid;
+		w->sl = e->sl;
+		w->dlid_path_bits = e->dlid_path_bits;
+		cq->ci++;
+		n++;
+	}
+	if (n)
+		__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&cq->lock);
+	return n;
+}
+
+int droce_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	(void)solicited_only;
+	/* No completion channel can exist yet, so there is no one to notify. */
+	return cq->channel ? EOPNOTSUPP : 0;
+}
+
+/* ------------------------------------------------------- extended CQ */
+
+static inline struct droce_cq *cqx(struct ibv_cq_ex *c)
+{
+	return container_of(c, struct droce_cq, cq_ex);
+}
+
+static inline void cqx_load(struct ibv_cq_ex *c, struct droce_cqe *e)
+{
+	cqx(c)->cur = e;
+	c->wr_id = e->wr_id;
+	c->status = e->status;
+}
+
+static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
+{
+	struct droce_cq *cq = cqx(c);
+	struct droce_cqe *e;
+
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	cq_drive(cq);
+	rte_spinlock_lock(&cq->lock);
+	e = cq_peek(cq);
+	if (e == NULL) {
+		rte_spinlock_unlock(&cq->lock);
+		return ENOENT;
+	}
+	cqx_load(c, e);
+	return 0;
+}
+
+static int cqx_next_poll(struct ibv_cq_ex *c)
+{
+	struct droce_cq *cq = cqx(c);
+	struct droce_cqe *e;
+
+	cq->ci++;
+	e = cq_peek(cq);
+	cq->cur = e;
+	if (e == NULL)
+		return ENOENT;
+	cqx_load(c, e);
+	return 0;
+}
+
+static void cqx_end_poll(struct ibv_cq_ex *c)
+{
+	struct droce_cq *cq = cqx(c);
+
+	/* The entry last returned by start/next_poll is consumed too. */
+	if (cq->cur != NULL)
+		cq->ci++;
+	cq->cur = NULL;
+	__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode cqx_opcode(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->opcode; }
+static uint32_t cqx_vendor_err(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->vendor_err; }
+static uint32_t cqx_byte_len(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->byte_len; }
+static __be32 cqx_imm_data(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->imm_data; }
+static uint32_t cqx_qp_num(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->qp_num; }
+static uint32_t cqx_src_qp(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->src_qp; }
+static unsigned int cqx_wc_flags(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->wc_flags; }
+static uint32_t cqx_slid(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->slid; }
+static uint8_t cqx_sl(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->sl; }
+static uint8_t cqx_dlid_path_bits(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->dlid_path_bits; }
+static uint64_t cqx_completion_ts(struct ibv_cq_ex *c)
+{ return cqx(c)->cur->timestamp; }
+
+static uint64_t cqx_completion_wallclock_ns(struct ibv_cq_ex *c)
+{
+	/* The engine clock is the TSC; convert against now. */
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t now_tsc = rte_rdtsc();
+	struct timespec ts;
+	uint64_t now_ns, age;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	age = now_tsc - cqx(c)->cur->timestamp;
+	return now_ns - (uint64_t)((double)age * 1e9 / (double)hz);
+}
+
+void droce_cq_install_ex_ops(struct droce_cq *cq)
+{
+	struct ibv_cq_ex *c = &cq->cq_ex;
+
+	c->start_poll = cqx_start_poll;
+	c->next_poll = cqx_next_poll;
+	c->end_poll = cqx_end_poll;
+	c->read_opcode = cqx_opcode;
+	c->read_vendor_err = cqx_vendor_err;
+	c->read_wc_flags = cqx_wc_flags;
+	if (cq->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		c->read_byte_len = cqx_byte_len;
+	if (cq->wc_flags & IBV_WC_EX_WITH_IMM)
+		c->read_imm_data = cqx_imm_data;
+	if (cq->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		c->read_qp_num = cqx_qp_num;
+	if (cq->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		c->read_src_qp = cqx_src_qp;
+	if (cq->wc_flags & IBV_WC_EX_WITH_SLID)
+		c->read_slid = cqx_slid;
+	if (cq->wc_flags & IBV_WC_EX_WITH_SL)
+		c->read_sl = cqx_sl;
+	if (cq->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		c->read_dlid_path_bits = cqx_dlid_path_bits;
+	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		c->read_completion_ts = cqx_completion_ts;
+	if (cq->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		c->read_completion_wallclock_ns = cqx_completion_wallclock_ns;
+}
+
+/* ---------------------------------------------------- create/destroy */
+
+static struct droce_cq *cq_create(struct ibv_context *ctx, int cqe,
+				  void *cq_context,
+				  struct ibv_comp_channel *channel,
+				  int comp_vector, uint64_t wc_flags, bool ex)
+{
+	struct droce_dev *dev;
+	struct droce_cq *cq;
+	uint32_t size;
+
+	if (ctx == NULL || cqe < 1 || cqe > DROCE_MAX_CQE - 1 ||
+	    comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (channel != NULL) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	dev = droce_dev_of_ctx(ctx);
+	cq = rte_zmalloc_socket("droce_cq", sizeof(*cq), RTE_CACHE_LINE_SIZE,
+				rte_eth_dev_socket_id(dev->port_id));
+	if (cq == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size = rte_align32pow2((uint32_t)cqe + 1);
+	cq->ring = rte_zmalloc_socket("droce_cq_ring",
+				      (size_t)size * sizeof(struct droce_cqe),
+				      RTE_CACHE_LINE_SIZE,
+				      rte_eth_dev_socket_id(dev->port_id));
+	if (cq->ring == NULL) {
+		rte_free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nb_cq >= DROCE_MAX_CQ) {
+		pthread_mutex_unlock(&dev->lock);
+		rte_free(cq->ring);
+		rte_free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->nb_cq++;
+	pthread_mutex_unlock(&dev->lock);
+	cq->dev = dev;
+	cq->size = size;
+	cq->log_size = (uint32_t)__builtin_ctz(size);
+	cq->wc_flags = wc_flags;
+	cq->ex = ex;
+	rte_spinlock_init(&cq->lock);
+	cq->cq.context = ctx;
+	cq->cq.channel = channel;
+	cq->cq.cq_context = cq_context;
+	cq->cq.cqe = (int)size - 1;
+	pthread_mutex_init(&cq->cq.mutex, NULL);
+	pthread_cond_init(&cq->cq.cond, NULL);
+	if (ex)
+		droce_cq_install_ex_ops(cq);
+	return cq;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+			     void *cq_context, struct ibv_comp_channel *channel,
+			     int comp_vector)
+{
+	struct droce_cq *cq = cq_create(context, cqe, cq_context, channel,
+					comp_vector, 0, false);
+
+	return cq ? &cq->cq : NULL;
+}
+
+struct ibv_cq_ex *droce_create_cq_ex(struct ibv_context *ctx,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct droce_cq *cq;
+
+	if (attr == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	    attr->wc_flags & ~(uint64_t)DROCE_CQ_WC_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > (uint32_t)INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_create(ctx, (int)attr->cqe, attr->cq_context, attr->channel,
+		       (int)attr->comp_vector, attr->wc_flags, true);
+	return cq ? &cq->cq_ex : NULL;
+}
+
+static void sync_noop(void *arg)
+{
+	(void)arg;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct droce_cq *cq;
+	struct droce_dev *dev;
+
+	if (ibcq == NULL)
+		return EINVAL;
+	cq = droce_cq_of(ibcq);
+	dev = cq->dev;
+	if (__atomic_load_n(&cq->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	droce_drv->exec(dev, sync_noop, NULL);
+	pthread_mutex_lock(&dev->lock);
+	dev->nb_cq--;
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_destroy(&cq->cq.mutex);
+	pthread_cond_destroy(&cq->cq.cond);
+	rte_free(cq->ring);
+	rte_free(cq);
+	return 0;
+}

@@ -1,1 +1,877 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Devices and contexts: the droce device registry, devargs, and the verbs
+ * that describe a device (query_device/port/gid/pkey) or create its
+ * simplest object (PD).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_kvargs.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "droce_int.h"
+
+/* Exported names collide with rdma-core's convenience macros. */
+#undef ibv_query_port
+
+RTE_LOG_REGISTER(droce_logtype, droce, INFO);
+
+struct droce_dev *droce_devs[DROCE_MAX_DEVS];
+uint32_t droce_nb_devs;
+const struct droce_drv_ops *droce_drv;
+static pthread_mutex_t droce_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct droce_context {
+	struct verbs_context vctx;
+	struct droce_dev *dev;
+};
+
+static inline struct droce_context *droce_ctx(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct droce_context, vctx.context);
+}
+
+struct droce_dev *droce_dev_of_ctx(struct ibv_context *ctx)
+{
+	return droce_ctx(ctx)->dev;
+}
+
+void droce_drv_register(const struct droce_drv_ops *ops)
+{
+	droce_drv = ops;
+}
+
+/* ------------------------------------------------------------ devargs */
+
+static int parse_ip(const char *key __rte_unused, const char *v, void *out)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, v, &a) != 1)
+		return -EINVAL;
+	*(uint32_t *)out = a.s_addr;
+	return 0;
+}
+
+static int parse_u32(const char *key __rte_unused, const char *v, void *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 0);
+	if (errno || *end || end == v || x > UINT32_MAX)
+		return -EINVAL;
+	*(uint32_t *)out = (uint32_t)x;
+	return 0;
+}
+
+static int parse_lcore(const char *key __rte_unused, const char *v, void *out)
+{
+	struct droce_devargs *a = out;
+	uint32_t x;
+
+	a->lcore_set = true;
+	if (strcmp(v, "app") == 0) {
+		a->lcore = -1;
+		return 0;
+	}
+	if (parse_u32(NULL, v, &x) || x >= RTE_MAX_LCORE)
+		return -EINVAL;
+	a->lcore = (int)x;
+	return 0;
+}
+
+static int parse_name(const char *key __rte_unused, const char *v, void *out)
+{
+	struct droce_devargs *a = out;
+
+	if (strlen(v) == 0 || strlen(v) >= sizeof(a->name))
+		return -EINVAL;
+	strcpy(a->name, v);
+	return 0;
+}
+
+static int parse_mac(const char *key __rte_unused, const char *v, void *out)
+{
+	struct droce_devargs *a = out;
+
+	if (rte_ether_unformat_addr(v, &a->mac) != 0)
+		return -EINVAL;
+	a->mac_set = true;
+	return 0;
+}
+
+int droce_parse_devargs(const char *str, struct droce_devargs *a)
+{
+	static const char *const keys[] = {
+		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
+		"arp_timeout_ms", "port", NULL
+	};
+	struct rte_kvargs *kv;
+	int ret = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->max_mtu = 1024;
+	a->idle_us = 200;
+	a->nb_mbuf = 8191;
+	a->arp_timeout_ms = 1000;
+	if (str == NULL || *str == '\0')
+		return -EINVAL;	/* ip is required */
+	kv = rte_kvargs_parse(str, keys);
+	if (kv == NULL)
+		return -EINVAL;
+	if (rte_kvargs_count(kv, "ip") != 1) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (rte_kvargs_process(kv, "ip", parse_ip, &a->ip) ||
+	    rte_kvargs_process(kv, "mtu", parse_u32, &a->max_mtu) ||
+	    rte_kvargs_process(kv, "lcore", parse_lcore, a) ||
+	    rte_kvargs_process(kv, "name", parse_name, a) ||
+	    rte_kvargs_process(kv, "idle_us", parse_u32, &a->idle_us) ||
+	    rte_kvargs_process(kv, "mac", parse_mac, a) ||
+	    rte_kvargs_process(kv, "nb_mbuf", parse_u32, &a->nb_mbuf) ||
+	    rte_kvargs_process(kv, "arp_timeout_ms", parse_u32,
+			       &a->arp_timeout_ms)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (a->max_mtu != 256 && a->max_mtu != 512 && a->max_mtu != 1024 &&
+	    a->max_mtu != 2048 && a->max_mtu != 4096)
+		ret = -EINVAL;
+	if (a->nb_mbuf < 1024)
+		ret = -EINVAL;
+out:
+	rte_kvargs_free(kv);
+	return ret;
+}
+
+/* --------------------------------------------------------- registry */
+
+static void make_gids(struct droce_dev *dev)
+{
+	uint8_t *g0 = dev->gid[0].raw, *g1 = dev->gid[1].raw;
+	const uint8_t *m = dev->mac.addr_bytes;
+
+	/* index 0: fe80::/64 with the MAC's modified EUI-64 (RFC 4291 App. A) */
+	memset(g0, 0, 16);
+	g0[0] = 0xfe;
+	g0[1] = 0x80;
+	g0[8] = m[0] ^ 0x02;
+	g0[9] = m[1];
+	g0[10] = m[2];
+	g0[11] = 0xff;
+	g0[12] = 0xfe;
+	g0[13] = m[3];
+	g0[14] = m[4];
+	g0[15] = m[5];
+	/* index 1: the IPv4-mapped address, as Linux lists a RoCEv2 GID */
+	memset(g1, 0, 16);
+	g1[10] = 0xff;
+	g1[11] = 0xff;
+	memcpy(&g1[12], &dev->args.ip, 4);
+}
+
+int droce_dev_create(uint16_t port_id, const char *devargs)
+{
+	struct droce_dev *dev;
+	int ret;
+
+	if (rte_eal_process_type() == RTE_PROC_INVALID || droce_drv == NULL)
+		return -ENODEV;
+	if (!rte_eth_dev_is_valid_port(port_id))
+		return -ENODEV;
+	dev = rte_zmalloc_socket("droce_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE,
+				 rte_eth_dev_socket_id(port_id));
+	if (dev == NULL)
+		return -ENOMEM;
+	ret = droce_parse_devargs(devargs, &dev->args);
+	if (ret) {
+		DROCE_LOG(ERR, "bad devargs \"%s\" (need ip=A.B.C.D; mtu 256..4096; lcore=N|app)",
+			  devargs ? devargs : "");
+		rte_free(dev);
+		return ret;
+	}
+	pthread_mutex_lock(&droce_reg_lock);
+	if (droce_nb_devs >= DROCE_MAX_DEVS) {
+		ret = -ENOSPC;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < droce_nb_devs; i++) {
+		if (droce_devs[i]->port_id == port_id) {
+			ret = -EEXIST;
+			goto fail;
+		}
+	}
+	dev->index = droce_nb_devs;
+	dev->port_id = port_id;
+	pthread_mutex_init(&dev->lock, NULL);
+	if (dev->args.name[0] == '\0')
+		snprintf(dev->args.name, sizeof(dev->args.name), "droce%u",
+			 dev->index);
+	if (!dev->args.lcore_set) {
+		unsigned int lc = rte_get_next_lcore(-1, 1, 0);
+
+		dev->args.lcore = lc < RTE_MAX_LCORE ? (int)lc : -1;
+	}
+	dev->qp_tbl = rte_zmalloc_socket("droce_qp_tbl",
+			sizeof(*dev->qp_tbl) * DROCE_MAX_QP, 0,
+			rte_eth_dev_socket_id(port_id));
+	dev->mr_tbl = rte_zmalloc_socket("droce_mr_tbl",
+			sizeof(*dev->mr_tbl) * DROCE_MAX_MR, 0,
+			rte_eth_dev_socket_id(port_id));
+	if (dev->qp_tbl == NULL || dev->mr_tbl == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	dev->ibv_dev.node_type = IBV_NODE_CA;
+	dev->ibv_dev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(dev->ibv_dev.name, sizeof(dev->ibv_dev.name), "%s",
+		 dev->args.name);
+	snprintf(dev->ibv_dev.dev_name, sizeof(dev->ibv_dev.dev_name),
+		 "uverbs-droce%u", dev->index);
+	snprintf(dev->ibv_dev.dev_path, sizeof(dev->ibv_dev.dev_path),
+		 "droce:port%u", port_id);
+	snprintf(dev->ibv_dev.ibdev_path, sizeof(dev->ibv_dev.ibdev_path),
+		 "droce:%s", dev->args.name);
+	ret = droce_drv->dev_probe(dev);
+	if (ret)
+		goto fail;
+	make_gids(dev);
+	droce_devs[droce_nb_devs++] = dev;
+	pthread_mutex_unlock(&droce_reg_lock);
+	{
+		char ip[INET_ADDRSTRLEN];
+		char mac[RTE_ETHER_ADDR_FMT_SIZE];
+
+		inet_ntop(AF_INET, &dev->args.ip, ip, sizeof(ip));
+		rte_ether_format_addr(mac, sizeof(mac), &dev->mac);
+		DROCE_LOG(INFO, "%s on port %u: %s %s, max path MTU %u, engine %s%d",
+			  dev->args.name, port_id, ip, mac, dev->args.max_mtu,
+			  dev->args.lcore < 0 ? "app" : "lcore ",
+			  dev->args.lcore < 0 ? 0 : dev->args.lcore);
+	}
+	return (int)dev->index;
+fail:
+	pthread_mutex_unlock(&droce_reg_lock);
+	rte_free(dev->qp_tbl);
+	rte_free(dev->mr_tbl);
+	rte_free(dev);
+	return ret;
+}
+
+int droce_dev_create_by_name(const char *port_name, const char *devargs)
+{
+	uint16_t port_id;
+
+	if (port_name == NULL || rte_eth_dev_get_port_by_name(port_name, &port_id))
+		return -ENODEV;
+	return droce_dev_create(port_id, devargs);
+}
+
+int droce_dev_count(void)
+{
+	return (int)droce_nb_devs;
+}
+
+int droce_cleanup(void)
+{
+	pthread_mutex_lock(&droce_reg_lock);
+	for (uint32_t i = 0; i < droce_nb_devs; i++) {
+		struct droce_dev *d = droce_devs[i];
+
+		if (d->ctx_refcnt || d->nb_qp || d->nb_cq || d->nb_pd || d->nb_mr) {
+			pthread_mutex_unlock(&droce_reg_lock);
+			return -EBUSY;
+		}
+	}
+	while (droce_nb_devs > 0) {
+		struct droce_dev *d = droce_devs[--droce_nb_devs];
+
+		droce_devs[droce_nb_devs] = NULL;
+		droce_drv->dev_remove(d);
+		rte_free(d->qp_tbl);
+		rte_free(d->mr_tbl);
+		rte_free(d);
+	}
+	pthread_mutex_unlock(&droce_reg_lock);
+	return 0;
+}
+
+int droce_poll(struct ibv_context *ctx)
+{
+	if (ctx == NULL)
+		return -EINVAL;
+	return droce_drv->poll(droce_dev_of_ctx(ctx));
+}
+
+int droce_dev_port_id(struct ibv_context *ctx)
+{
+	return ctx ? droce_dev_of_ctx(ctx)->port_id : -1;
+}
+
+int droce_dev_stats_get(struct ibv_context *ctx, struct droce_dev_stats *st)
+{
+	if (ctx == NULL || st == NULL)
+		return -EINVAL;
+	/* Counters are engine-owned and 64-bit: a torn read is impossible on
+	 * the 64-bit targets DPDK supports, a slightly stale one is fine. */
+	memcpy(st, &droce_dev_of_ctx(ctx)->st, sizeof(*st));
+	return 0;
+}
+
+void droce_dev_stats_dump(struct ibv_context *ctx, FILE *f)
+{
+	struct droce_dev_stats s;
+
+	if (droce_dev_stats_get(ctx, &s))
+		return;
+	fprintf(f, "%s: tx %" PRIu64 " pkts %" PRIu64 " B, rx %" PRIu64 " pkts %"
+		PRIu64 " B, acks %" PRIu64 ", naks tx %" PRIu64 " rx %" PRIu64
+		", icrc_err %" PRIu64 ", malformed %" PRIu64 ", no_qp %" PRIu64
+		", seq_err %" PRIu64 ", dup %" PRIu64 ", retrans %" PRIu64
+		", arp tx %" PRIu64 " rx %" PRIu64 " fail %" PRIu64 "\n",
+		droce_dev_of_ctx(ctx)->args.name, s.tx_pkts, s.tx_bytes,
+		s.rx_pkts, s.rx_bytes, s.tx_acks, s.tx_naks, s.rx_naks,
+		s.rx_icrc_err, s.rx_malformed, s.rx_no_qp, s.rx_seq_err,
+		s.rx_dup, s.retransmits, s.arp_tx, s.arp_rx, s.arp_fail);
+}
+
+/* -------------------------------------------------- device list / open */
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+	uint32_t n;
+
+	if (droce_env_init() != 0 && droce_nb_devs == 0) {
+		if (num_devices)
+			*num_devices = 0;
+		errno = ENOSYS;
+		return NULL;
+	}
+	n = droce_nb_devs;
+	list = calloc(n + 1, sizeof(*list));
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		list[i] = &droce_devs[i]->ibv_dev;
+	if (num_devices)
+		*num_devices = (int)n;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+static struct droce_dev *dev_of_ibv_dev(struct ibv_device *d)
+{
+	for (uint32_t i = 0; i < droce_nb_devs; i++)
+		if (&droce_devs[i]->ibv_dev == d)
+			return droce_devs[i];
+	return NULL;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	struct droce_dev *dev = dev_of_ibv_dev(device);
+	uint64_t guid = 0;
+
+	if (dev == NULL)
+		return 0;
+	/* The EUI-64 of the MAC, as Linux derives a RoCE node GUID. */
+	memcpy(&guid, &dev->gid[0].raw[8], 8);
+	return guid;
+}
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	struct droce_dev *dev = dev_of_ibv_dev(device);
+
+	return dev ? (int)dev->index : -1;
+}
+
+static int droce_query_device_ex(struct ibv_context *ctx,
+				 const struct ibv_query_device_ex_input *input,
+				 struct ibv_device_attr_ex *attr, size_t attr_size);
+static int droce_query_port(struct ibv_context *ctx, uint8_t port_num,
+			    struct ibv_port_attr *attr, size_t attr_size);
+int droce_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *droce_create_cq_ex(struct ibv_context *ctx,
+				     struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *droce_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr);
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct droce_dev *dev = dev_of_ibv_dev(device);
+	struct droce_context *c;
+	struct ibv_context *ctx;
+
+	if (dev == NULL) {
+		errno = ENODEV;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dev = dev;
+	ctx = &c->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1;
+	ctx->async_fd = -1;
+	ctx->num_comp_vectors = 1;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx->ops.post_send = droce_post_send;
+	ctx->ops.post_recv = droce_post_recv;
+	ctx->ops.poll_cq = droce_poll_cq;
+	ctx->ops.req_notify_cq = droce_req_notify_cq;
+	c->vctx.sz = sizeof(c->vctx);
+	c->vctx.query_device_ex = droce_query_device_ex;
+	c->vctx.query_port = droce_query_port;
+	c->vctx.create_cq_ex = droce_create_cq_ex;
+	c->vctx.create_qp_ex = droce_create_qp_ex;
+	__atomic_fetch_add(&dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
+	return ctx;
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	struct droce_context *c;
+
+	if (context == NULL)
+		return EINVAL;
+	c = droce_ctx(context);
+	__atomic_fetch_sub(&c->dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
+	pthread_mutex_destroy(&context->mutex);
+	free(c);
+	return 0;
+}
+
+/* ---------------------------------------------------------- queries */
+
+static void fill_device_attr(struct droce_dev *dev, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "droce-%s", "0.1.0");
+	a->node_guid = ibv_get_device_guid(&dev->ibv_dev);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = 0x1d1d;	/* no PCI vendor: a software device */
+	a->vendor_part_id = 1;
+	a->hw_ver = 1;
+	a->max_qp = DROCE_MAX_QP;
+	a->max_qp_wr = DROCE_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = DROCE_MAX_SGE;
+	a->max_sge_rd = DROCE_MAX_SGE;
+	a->max_cq = DROCE_MAX_CQ;
+	a->max_cqe = DROCE_MAX_CQE - 1;
+	a->max_mr = DROCE_MAX_MR - 1;
+	a->max_pd = DROCE_MAX_PD;
+	a->max_qp_rd_atom = DROCE_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = DROCE_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = DROCE_MAX_RD_ATOMIC * DROCE_MAX_QP;
+	a->atomic_cap = IBV_ATOMIC_NONE;	/* atomics come with the reliability work */
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+}
+
+int ibv_query_device(struct ibv_context *context,
+		     struct ibv_device_attr *device_attr)
+{
+	if (context == NULL || device_attr == NULL)
+		return EINVAL;
+	fill_device_attr(droce_dev_of_ctx(context), device_attr);
+	return 0;
+}
+
+static int droce_query_device_ex(struct ibv_context *ctx,
+				 const struct ibv_query_device_ex_input *input,
+				 struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(a.orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	fill_device_attr(droce_dev_of_ctx(ctx), &a.orig_attr);
+	a.max_dm_size = 0;
+	a.raw_packet_caps = 0;
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = rte_get_tsc_hz() / 1000;	/* kHz */
+	memcpy(attr, &a, RTE_MIN(attr_size, sizeof(a)));
+	return 0;
+}
+
+static enum ibv_mtu mtu_enum(uint32_t bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	default: return IBV_MTU_4096;
+	}
+}
+
+static int droce_query_port(struct ibv_context *ctx, uint8_t port_num,
+			    struct ibv_port_attr *attr, size_t attr_size)
+{
+	struct droce_dev *dev = droce_dev_of_ctx(ctx);
+	struct ibv_port_attr a;
+	struct rte_eth_link link;
+
+	if (port_num != 1 || attr == NULL)
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	memset(&link, 0, sizeof(link));
+	rte_eth_link_get_nowait(dev->port_id, &link);
+	a.state = link.link_status ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a.max_mtu = mtu_enum(dev->args.max_mtu);
+	a.active_mtu = a.max_mtu;
+	a.gid_tbl_len = 2;
+	a.port_cap_flags = IBV_PORT_CM_SUP;
+	a.max_msg_sz = DROCE_MAX_MSG;
+	a.pkey_tbl_len = 1;
+	a.lid = 0;
+	a.sm_lid = 0;
+	a.lmc = 0;
+	a.max_vl_num = 1;
+	a.active_width = 2;	/* 4x */
+	a.active_speed = 32;	/* EDR-ish: what a software port reports */
+	a.phys_state = link.link_status ? 5 /* LinkUp */ : 3 /* Disabled */;
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	memcpy(attr, &a, RTE_MIN(attr_size, sizeof(a)));
+	return 0;
+}
+
+/* The non-inline ABI entry (old binaries, or verbs_get_ctx failing). */
+int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+		   struct _compat_ibv_port_attr *port_attr)
+{
+	if (context == NULL)
+		return EINVAL;
+	return droce_query_port(context, port_num,
+				(struct ibv_port_attr *)port_attr,
+				/* the old ABI's struct ends before flags */
+				offsetof(struct ibv_port_attr, flags));
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+		  union ibv_gid *gid)
+{
+	if (context == NULL || gid == NULL || port_num != 1 || index < 0 ||
+	    index > 1)
+		return -1;	/* rdma-core returns -1 for a bad index */
+	*gid = droce_dev_of_ctx(context)->gid[index];
+	return 0;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
+		      uint32_t gid_index, struct ibv_gid_entry *entry,
+		      uint32_t flags, size_t entry_size)
+{
+	struct ibv_gid_entry e;
+
+	if (context == NULL || entry == NULL || flags || port_num != 1 ||
+	    entry_size < sizeof(e))
+		return EINVAL;
+	if (gid_index > 1)
+		return ENODATA;
+	memset(&e, 0, sizeof(e));
+	e.gid = droce_dev_of_ctx(context)->gid[gid_index];
+	e.gid_index = gid_index;
+	e.port_num = 1;
+	e.gid_type = IBV_GID_TYPE_ROCE_V2;
+	e.ndev_ifindex = 0;
+	memcpy(entry, &e, sizeof(e));
+	return 0;
+}
+
+ssize_t _ibv_query_gid_table(struct ibv_context *context,
+			     struct ibv_gid_entry *entries, size_t max_entries,
+			     uint32_t flags, size_t entry_size)
+{
+	ssize_t n = 0;
+
+	if (context == NULL || entries == NULL || flags ||
+	    entry_size < sizeof(*entries))
+		return -EINVAL;
+	for (uint32_t i = 0; i < 2; i++) {
+		if ((size_t)n >= max_entries)
+			return -EINVAL;
+		_ibv_query_gid_ex(context, 1, i,
+				  (struct ibv_gid_entry *)((uint8_t *)entries +
+							   n * entry_size),
+				  0, entry_size);
+		n++;
+	}
+	return n;
+}
+
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+		   __be16 *pkey)
+{
+	if (context == NULL || pkey == NULL || port_num != 1 || index != 0)
+		return -1;
+	*pkey = htons(ROCE_DEFAULT_PKEY);
+	return 0;
+}
+
+int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num,
+		       __be16 pkey)
+{
+	if (context == NULL || port_num != 1)
+		return -1;
+	return ntohs(pkey) == ROCE_DEFAULT_PKEY ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- PD */
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct droce_dev *dev;
+	struct droce_pd *pd;
+
+	if (context == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dev = droce_dev_of_ctx(context);
+	pd = calloc(1, sizeof(*pd));
+	if (pd == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nb_pd >= DROCE_MAX_PD) {
+		pthread_mutex_unlock(&dev->lock);
+		free(pd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibv.handle = ++dev->nb_pd;
+	pthread_mutex_unlock(&dev->lock);
+	pd->ibv.context = context;
+	return &pd->ibv;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct droce_pd *pd;
+	struct droce_dev *dev;
+
+	if (ibpd == NULL)
+		return EINVAL;
+	pd = container_of(ibpd, struct droce_pd, ibv);
+	dev = droce_dev_of_ctx(ibpd->context);
+	if (__atomic_load_n(&pd->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	pthread_mutex_lock(&dev->lock);
+	dev->nb_pd--;
+	pthread_mutex_unlock(&dev->lock);
+	free(pd);
+	return 0;
+}
+
+/* ------------------------------------------------- misc ABI entries */
+
+int ibv_fork_init(void)
+{
+	return 0;	/* nothing is pinned through the kernel */
+}
+
+enum ibv_fork_status ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	(void)context;
+	errno = EOPNOTSUPP;	/* completion channels: see the verbs-coverage work */
+	return NULL;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	(void)channel;
+	return EINVAL;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+		     void **cq_context)
+{
+	(void)channel; (void)cq; (void)cq_context;
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	(void)cq; (void)nevents;
+}
+
+int ibv_get_async_event(struct ibv_context *context,
+			struct ibv_async_event *event)
+{
+	(void)context; (void)event;
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;
+}
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	(void)pd; (void)attr;
+	errno = EOPNOTSUPP;	/* UD comes with the verbs-coverage work */
+	return NULL;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	(void)ah;
+	return EINVAL;
+}
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *srq_init_attr)
+{
+	(void)pd; (void)srq_init_attr;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq; (void)cqe;
+	return EOPNOTSUPP;
+}
+
+const char *ibv_node_type_str(enum ibv_node_type node_type)
+{
+	static const char *const s[] = {
+		[IBV_NODE_CA] = "InfiniBand channel adapter",
+		[IBV_NODE_SWITCH] = "InfiniBand switch",
+		[IBV_NODE_ROUTER] = "InfiniBand router",
+		[IBV_NODE_RNIC] = "iWARP NIC",
+		[IBV_NODE_USNIC] = "usNIC",
+		[IBV_NODE_USNIC_UDP] = "usNIC UDP",
+		[IBV_NODE_UNSPECIFIED] = "unspecified",
+	};
+
+	if (node_type < IBV_NODE_CA || (size_t)node_type >= RTE_DIM(s) ||
+	    s[node_type] == NULL)
+		return "unknown";
+	return s[node_type];
+}
+
+const char *ibv_port_state_str(enum ibv_port_state port_state)
+{
+	static const char *const s[] = {
+		[IBV_PORT_NOP] = "no state change (NOP)",
+		[IBV_PORT_DOWN] = "down",
+		[IBV_PORT_INIT] = "init",
+		[IBV_PORT_ARMED] = "armed",
+		[IBV_PORT_ACTIVE] = "active",
+		[IBV_PORT_ACTIVE_DEFER] = "active defer",
+	};
+
+	if ((size_t)port_state >= RTE_DIM(s))
+		return "unknown";
+	return s[port_state];
+}
+
+const char *ibv_wc_status_str(enum ibv_wc_status status)
+{
+	static const char *const s[] = {
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error",
+		[IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error",
+		[IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+	};
+
+	if ((size_t)status >= RTE_DIM(s) || s[status] == NULL)
+		return "unknown";
+	return s[status];
+}
+
+const char *ibv_event_type_str(enum ibv_event_type event)
+{
+	static const char *const s[] = {
+		[IBV_EVENT_CQ_ERR] = "CQ error",
+		[IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+		[IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+		[IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+		[IBV_EVENT_COMM_EST] = "communication established",
+		[IBV_EVENT_SQ_DRAINED] = "send queue drained",
+		[IBV_EVENT_PATH_MIG] = "path migrated",
+		[IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+		[IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
+		[IBV_EVENT_PORT_ACTIVE] = "port active",
+		[IBV_EVENT_PORT_ERR] = "port error",
+		[IBV_EVENT_LID_CHANGE] = "LID change",
+		[IBV_EVENT_PKEY_CHANGE] = "P_Key change",
+		[IBV_EVENT_SM_CHANGE] = "SM change",
+		[IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+		[IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+		[IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+		[IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+		[IBV_EVENT_GID_CHANGE] = "GID table change",
+		[IBV_EVENT_WQ_FATAL] = "WQ fatal",
+	};
+
+	if ((size_t)event >= RTE_DIM(s) || s[event] == NULL)
+		return "unknown";
+	return s[event];
+}

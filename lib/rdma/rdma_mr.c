@@ -1,1 +1,159 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory regions. The engine runs in the application's address space, so a
+ * registration only records what the engine may touch on behalf of a key:
+ * [iova, iova + length) mapped to the application's address, and the rights.
+ * Keys are index << 8 | generation, the generation never 0, so a stale or
+ * forged key misses (and DROCE_INVALID_LKEY never matches).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "droce_int.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+#define DROCE_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | \
+	IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_HUGETLB | \
+	IBV_ACCESS_RELAXED_ORDERING)
+
+static void sync_noop(void *arg)
+{
+	(void)arg;
+}
+
+static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t iova, unsigned int access)
+{
+	struct droce_pd *pd;
+	struct droce_dev *dev;
+	struct droce_mr *mr;
+	uint32_t idx;
+
+	if (ibpd == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = container_of(ibpd, struct droce_pd, ibv);
+	dev = droce_dev_of_ctx(ibpd->context);
+	/* Optional-range flags may be ignored (verbs.h); others may not. */
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
+		  IBV_ACCESS_RELAXED_ORDERING;
+	if (access & IBV_ACCESS_ON_DEMAND) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (access & ~(unsigned int)DROCE_ACCESS_SUPPORTED) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* IBTA 10.6.3.1 / ib_check_mr_access: remote write and atomic
+	 * rights need local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((addr == NULL && length) ||
+	    (uint64_t)(uintptr_t)addr + length < (uint64_t)(uintptr_t)addr ||
+	    iova + length < iova || length > (uint64_t)INT64_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mr->pd = pd;
+	mr->host = addr;
+	mr->iova = iova;
+	mr->len = length;
+	mr->access = access;
+	pthread_mutex_lock(&dev->lock);
+	for (idx = 0; idx < DROCE_MAX_MR; idx++) {
+		uint32_t i = (dev->mr_next + idx) % DROCE_MAX_MR;
+
+		if (i != 0 && dev->mr_tbl[i] == NULL) {
+			idx = i;
+			break;
+		}
+	}
+	if (idx >= DROCE_MAX_MR || dev->mr_tbl[idx] != NULL || idx == 0) {
+		pthread_mutex_unlock(&dev->lock);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->mr_next = idx + 1;
+	if (++dev->mr_key_gen == 0)
+		dev->mr_key_gen = 1;
+	mr->key = idx << 8 | dev->mr_key_gen;
+	mr->valid = true;
+	mr->ibv.context = ibpd->context;
+	mr->ibv.pd = ibpd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = mr->key;
+	mr->ibv.lkey = mr->key;
+	mr->ibv.rkey = mr->key;
+	/* Publish fully initialised: the engine reads the table unlocked. */
+	__atomic_store_n(&dev->mr_tbl[idx], mr, __ATOMIC_RELEASE);
+	dev->nb_mr++;
+	pthread_mutex_unlock(&dev->lock);
+	__atomic_fetch_add(&pd->refcnt, 1, __ATOMIC_RELAXED);
+	return &mr->ibv;
+}
+
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			  int access)
+{
+	return reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+			       uint64_t iova, int access)
+{
+	return reg_mr(pd, addr, length, iova, (unsigned int)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+				uint64_t iova, unsigned int access)
+{
+	return reg_mr(pd, addr, length, iova, access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct droce_mr *mr;
+	struct droce_dev *dev;
+
+	if (ibmr == NULL)
+		return EINVAL;
+	mr = container_of(ibmr, struct droce_mr, ibv);
+	dev = droce_dev_of_ctx(ibmr->context);
+	pthread_mutex_lock(&dev->lock);
+	if (droce_mr_lookup(dev, mr->key) != mr) {
+		pthread_mutex_unlock(&dev->lock);
+		return EINVAL;
+	}
+	mr->valid = false;
+	__atomic_store_n(&dev->mr_tbl[mr->key >> 8], NULL, __ATOMIC_RELEASE);
+	dev->nb_mr--;
+	pthread_mutex_unlock(&dev->lock);
+	/* After this the engine holds no pointer into the region. */
+	droce_drv->exec(dev, sync_noop, NULL);
+	__atomic_fetch_sub(&mr->pd->refcnt, 1, __ATOMIC_RELAXED);
+	free(mr);
+	return 0;
+}
+
+int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		 size_t length, int access)
+{
+	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}

@@ -1,1 +1,456 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The post path: work requests become mlx5-layout WQEs in the QP's rings,
+ * then one doorbell record store and one notification per batch. What can be
+ * judged from the WR alone fails here with the errno rdma-core's providers
+ * return (EINVAL, ENOMEM) and *bad_wr set; what needs the engine (keys,
+ * remote rights) completes with an IBV_WC_* error status instead.
+ */
+#include <errno.h>
+#include <string.h>
+#include <endian.h>
+
+#include "droce_int.h"
+
+static inline uint8_t mlx5_opcode_of(enum ibv_wr_opcode op, bool *ok)
+{
+	*ok = true;
+	switch (op) {
+	case IBV_WR_SEND: return MLX5_OPCODE_SEND;
+	case IBV_WR_SEND_WITH_IMM: return MLX5_OPCODE_SEND_IMM;
+	case IBV_WR_RDMA_WRITE: return MLX5_OPCODE_RDMA_WRITE;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: return MLX5_OPCODE_RDMA_WRITE_IMM;
+	case IBV_WR_RDMA_READ: return MLX5_OPCODE_RDMA_READ;
+	default:
+		*ok = false;
+		return 0;
+	}
+}
+
+static inline bool op_has_raddr(uint8_t op)
+{
+	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_RDMA_WRITE_IMM ||
+	       op == MLX5_OPCODE_RDMA_READ;
+}
+
+static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
+{
+	__atomic_store_n(&qp->sq_db, pi, __ATOMIC_SEQ_CST);
+	droce_drv->qp_notify(qp);
+}
+
+static inline bool sq_full(struct droce_qp *qp, uint32_t pi)
+{
+	uint32_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
+
+	return pi - ci >= qp->sq_cnt;
+}
+
+static inline void set_ctrl(struct droce_qp *qp, uint8_t *wqe, uint32_t pi,
+			    uint8_t op, uint32_t ds, uint8_t fm_ce_se,
+			    uint32_t imm, uint8_t sig)
+{
+	struct mlx5_wqe_ctrl_seg *c = (struct mlx5_wqe_ctrl_seg *)wqe;
+
+	c->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | op);
+	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | (ds & 0x3f));
+	c->signature = sig;
+	c->dci_stream_channel_id = 0;
+	c->fm_ce_se = fm_ce_se;
+	c->imm = imm;
+}
+
+static inline uint8_t fm_ce_se_of(struct droce_qp *qp, unsigned int flags)
+{
+	uint8_t f = 0;
+
+	if ((flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		f |= DROCE_WQE_SIGNALED;
+	if (flags & IBV_SEND_SOLICITED)
+		f |= DROCE_WQE_SOLICITED;
+	if (flags & IBV_SEND_FENCE)
+		f |= DROCE_WQE_FENCE;
+	return f;
+}
+
+int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr)
+{
+	struct droce_qp *qp = droce_qp_of(ibqp);
+	enum ibv_qp_state st;
+	uint32_t pi;
+	int err = 0;
+
+	rte_spinlock_lock(&qp->sq_lock);
+	pi = qp->sq_pi_app;
+	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	/* The SQ accepts work from RTS on (and in error, to flush it). */
+	if (unlikely(st < IBV_QPS_RTS || st == IBV_QPS_UNKNOWN)) {
+		err = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		uint8_t *wqe, *seg, op;
+		uint32_t ds, total = 0;
+		bool ok;
+		int i;
+
+		op = mlx5_opcode_of(wr->opcode, &ok);
+		if (unlikely(!ok || wr->num_sge < 0 ||
+			     (uint32_t)wr->num_sge > qp->sq_max_sge)) {
+			err = EINVAL;
+			goto out;
+		}
+		if (unlikely(sq_full(qp, pi))) {
+			err = ENOMEM;
+			goto out;
+		}
+		wqe = droce_sq_slot(qp, pi);
+		seg = wqe + DROCE_SEG;
+		ds = 1;
+		if (op_has_raddr(op)) {
+			struct mlx5_wqe_raddr_seg *r = (void *)seg;
+
+			r->raddr = htobe64(wr->wr.rdma.remote_addr);
+			r->rkey = htobe32(wr->wr.rdma.rkey);
+			r->reserved = 0;
+			seg += DROCE_SEG;
+			ds++;
+		}
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			struct mlx5_wqe_inl_data_seg *in = (void *)seg;
+			uint8_t *p = seg + sizeof(*in);
+
+			if (unlikely(op == MLX5_OPCODE_RDMA_READ)) {
+				err = EINVAL;
+				goto out;
+			}
+			for (i = 0; i < wr->num_sge; i++)
+				total += wr->sg_list[i].length;
+			if (unlikely(total > qp->sq_max_inline)) {
+				err = EINVAL;
+				goto out;
+			}
+			for (i = 0; i < wr->num_sge; i++) {
+				memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				p += wr->sg_list[i].length;
+			}
+			in->byte_count = htobe32(total | MLX5_INLINE_SEG);
+			ds += (uint32_t)(sizeof(*in) + total + DROCE_SEG - 1) / DROCE_SEG;
+		} else {
+			struct mlx5_wqe_data_seg *d = (void *)seg;
+			uint64_t sum = 0;
+
+			for (i = 0; i < wr->num_sge; i++) {
+				sum += wr->sg_list[i].length;
+				d[i].byte_count = htobe32(wr->sg_list[i].length);
+				d[i].lkey = htobe32(wr->sg_list[i].lkey);
+				d[i].addr = htobe64(wr->sg_list[i].addr);
+			}
+			if (unlikely(sum > DROCE_MAX_MSG)) {
+				err = EINVAL;
+				goto out;
+			}
+			ds += (uint32_t)wr->num_sge;
+		}
+		set_ctrl(qp, wqe, pi, op, ds, fm_ce_se_of(qp, wr->send_flags),
+			 (op == MLX5_OPCODE_SEND_IMM ||
+			  op == MLX5_OPCODE_RDMA_WRITE_IMM) ? wr->imm_data : 0,
+			 (wr->send_flags & IBV_SEND_INLINE) ? DROCE_WQE_INLINE : 0);
+		qp->sq_wrid[pi & (qp->sq_cnt - 1)] = wr->wr_id;
+		pi++;
+	}
+out:
+	if (pi != qp->sq_pi_app) {
+		qp->sq_pi_app = pi;
+		ring_doorbell(qp, pi);
+	}
+	rte_spinlock_unlock(&qp->sq_lock);
+	if (err && bad_wr)
+		*bad_wr = wr;
+	return err;
+}
+
+int droce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct droce_qp *qp = droce_qp_of(ibqp);
+	enum ibv_qp_state st;
+	uint32_t pi;
+	int err = 0;
+
+	rte_spinlock_lock(&qp->rq_lock);
+	pi = qp->rq_pi_app;
+	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if (unlikely(st == IBV_QPS_RESET || st == IBV_QPS_UNKNOWN)) {
+		err = EINVAL;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		struct mlx5_wqe_data_seg *d;
+		uint32_t ci = __atomic_load_n(&qp->rq_ci, __ATOMIC_ACQUIRE);
+		int i;
+
+		if (unlikely(wr->num_sge < 0 ||
+			     (uint32_t)wr->num_sge > qp->rq_max_sge)) {
+			err = EINVAL;
+			goto out;
+		}
+		if (unlikely(pi - ci >= qp->rq_cnt)) {
+			err = ENOMEM;
+			goto out;
+		}
+		d = droce_rq_slot(qp, pi);
+		for (i = 0; i < wr->num_sge; i++) {
+			d[i].byte_count = htobe32(wr->sg_list[i].length);
+			d[i].lkey = htobe32(wr->sg_list[i].lkey);
+			d[i].addr = htobe64(wr->sg_list[i].addr);
+		}
+		if ((uint32_t)i < qp->rq_max_sge) {
+			d[i].byte_count = 0;
+			d[i].lkey = htobe32(DROCE_INVALID_LKEY);
+			d[i].addr = 0;
+		}
+		qp->rq_wrid[pi & (qp->rq_cnt - 1)] = wr->wr_id;
+		pi++;
+	}
+out:
+	if (pi != qp->rq_pi_app) {
+		qp->rq_pi_app = pi;
+		__atomic_store_n(&qp->rq_db, pi, __ATOMIC_SEQ_CST);
+		/* An errored QP flushes what is posted: tell the engine. */
+		if (unlikely(st == IBV_QPS_ERR))
+			droce_drv->qp_notify(qp);
+	}
+	rte_spinlock_unlock(&qp->rq_lock);
+	if (err && bad_wr)
+		*bad_wr = wr;
+	return err;
+}
+
+/* ------------------------------------------------------ ibv_wr_* API */
+
+static inline struct droce_qp *qpx(struct ibv_qp_ex *ex)
+{
+	return container_of(ex, struct droce_qp, ex);
+}
+
+static void wr_start(struct ibv_qp_ex *ex)
+{
+	struct droce_qp *qp = qpx(ex);
+
+	rte_spinlock_lock(&qp->sq_lock);
+	qp->sq_pi_start = qp->sq_pi_app;
+	qp->wr_err = 0;
+	qp->wr_cur = NULL;
+}
+
+/* Open a new WQE for a builder; NULL (and wr_err set) if it can't be. */
+static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
+			bool raddr, uint64_t remote_addr, uint32_t rkey)
+{
+	uint32_t pi = qp->sq_pi_app;
+	uint8_t *wqe;
+	struct ibv_qp_ex *ex = &qp->ex;
+
+	qp->wr_cur = NULL;
+	if (unlikely(qp->wr_err))
+		return NULL;
+	if (unlikely(sq_full(qp, pi))) {
+		qp->wr_err = ENOMEM;
+		return NULL;
+	}
+	wqe = droce_sq_slot(qp, pi);
+	set_ctrl(qp, wqe, pi, op, raddr ? 2 : 1,
+		 fm_ce_se_of(qp, ex->wr_flags), imm, 0);
+	if (raddr) {
+		struct mlx5_wqe_raddr_seg *r = (void *)(wqe + DROCE_SEG);
+
+		r->raddr = htobe64(remote_addr);
+		r->rkey = htobe32(rkey);
+		r->reserved = 0;
+	}
+	qp->sq_wrid[pi & (qp->sq_cnt - 1)] = ex->wr_id;
+	qp->sq_pi_app = pi + 1;
+	qp->wr_cur = wqe;
+	return wqe;
+}
+
+static void wr_send(struct ibv_qp_ex *ex)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_SEND, 0, false, 0, 0);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_SEND_IMM, imm, false, 0, 0);
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey,
+			  uint64_t remote_addr)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_RDMA_WRITE, 0, true, remote_addr, rkey);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *ex, uint32_t rkey,
+			      uint64_t remote_addr, __be32 imm)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_RDMA_WRITE_IMM, imm, true, remote_addr, rkey);
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey,
+			 uint64_t remote_addr)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_RDMA_READ, 0, true, remote_addr, rkey);
+}
+
+/* Where the data segments of the open WQE start, and its current ds. */
+static inline uint8_t *wr_data_start(struct droce_qp *qp, uint32_t *ds)
+{
+	struct mlx5_wqe_ctrl_seg *c = (void *)qp->wr_cur;
+
+	*ds = be32toh(c->qpn_ds) & 0x3f;
+	return qp->wr_cur + DROCE_SEG * *ds;
+}
+
+static inline void wr_set_ds(struct droce_qp *qp, uint32_t ds)
+{
+	struct mlx5_wqe_ctrl_seg *c = (void *)qp->wr_cur;
+
+	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | ds);
+	qp->wr_cur = NULL;	/* data is set once per WQE */
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t num_sge,
+			    const struct ibv_sge *sg)
+{
+	struct droce_qp *qp = qpx(ex);
+	struct mlx5_wqe_data_seg *d;
+	uint32_t ds;
+
+	if (unlikely(qp->wr_cur == NULL)) {
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	if (unlikely(num_sge > qp->sq_max_sge)) {
+		qp->wr_err = EINVAL;
+		qp->wr_cur = NULL;
+		return;
+	}
+	d = (void *)wr_data_start(qp, &ds);
+	for (size_t i = 0; i < num_sge; i++) {
+		d[i].byte_count = htobe32(sg[i].length);
+		d[i].lkey = htobe32(sg[i].lkey);
+		d[i].addr = htobe64(sg[i].addr);
+	}
+	wr_set_ds(qp, ds + (uint32_t)num_sge);
+}
+
+static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr,
+		       uint32_t length)
+{
+	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+
+	wr_set_sge_list(ex, 1, &sg);
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t num_buf,
+				    const struct ibv_data_buf *buf)
+{
+	struct droce_qp *qp = qpx(ex);
+	struct mlx5_wqe_inl_data_seg *in;
+	struct mlx5_wqe_ctrl_seg *c;
+	uint8_t *p;
+	size_t total = 0;
+	uint32_t ds;
+
+	if (unlikely(qp->wr_cur == NULL)) {
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	c = (void *)qp->wr_cur;
+	if (unlikely((be32toh(c->opmod_idx_opcode) & 0xff) ==
+		     MLX5_OPCODE_RDMA_READ)) {
+		qp->wr_err = EINVAL;
+		qp->wr_cur = NULL;
+		return;
+	}
+	for (size_t i = 0; i < num_buf; i++)
+		total += buf[i].length;
+	if (unlikely(total > qp->sq_max_inline)) {
+		qp->wr_err = EINVAL;
+		qp->wr_cur = NULL;
+		return;
+	}
+	in = (void *)wr_data_start(qp, &ds);
+	p = (uint8_t *)in + sizeof(*in);
+	for (size_t i = 0; i < num_buf; i++) {
+		memcpy(p, buf[i].addr, buf[i].length);
+		p += buf[i].length;
+	}
+	in->byte_count = htobe32((uint32_t)total | MLX5_INLINE_SEG);
+	c->signature = DROCE_WQE_INLINE;
+	wr_set_ds(qp, ds + (uint32_t)(sizeof(*in) + total + DROCE_SEG - 1) /
+		  DROCE_SEG);
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *ex, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = length };
+
+	wr_set_inline_data_list(ex, 1, &b);
+}
+
+static int wr_complete(struct ibv_qp_ex *ex)
+{
+	struct droce_qp *qp = qpx(ex);
+	enum ibv_qp_state st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	int err = qp->wr_err;
+
+	if (!err && (st < IBV_QPS_RTS || st == IBV_QPS_UNKNOWN))
+		err = EINVAL;
+	if (err) {
+		qp->sq_pi_app = qp->sq_pi_start;
+	} else if (qp->sq_pi_app != qp->sq_pi_start) {
+		ring_doorbell(qp, qp->sq_pi_app);
+	}
+	qp->wr_cur = NULL;
+	rte_spinlock_unlock(&qp->sq_lock);
+	return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *ex)
+{
+	struct droce_qp *qp = qpx(ex);
+
+	qp->sq_pi_app = qp->sq_pi_start;
+	qp->wr_cur = NULL;
+	rte_spinlock_unlock(&qp->sq_lock);
+}
+
+void droce_qp_install_wr_ops(struct droce_qp *qp)
+{
+	struct ibv_qp_ex *ex = &qp->ex;
+	uint64_t f = qp->send_ops_flags;
+
+	ex->wr_start = wr_start;
+	ex->wr_complete = wr_complete;
+	ex->wr_abort = wr_abort;
+	if (f & IBV_QP_EX_WITH_SEND)
+		ex->wr_send = wr_send;
+	if (f & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		ex->wr_send_imm = wr_send_imm;
+	if (f & IBV_QP_EX_WITH_RDMA_WRITE)
+		ex->wr_rdma_write = wr_rdma_write;
+	if (f & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		ex->wr_rdma_write_imm = wr_rdma_write_imm;
+	if (f & IBV_QP_EX_WITH_RDMA_READ)
+		ex->wr_rdma_read = wr_rdma_read;
+	ex->wr_set_sge = wr_set_sge;
+	ex->wr_set_sge_list = wr_set_sge_list;
+	ex->wr_set_inline_data = wr_set_inline_data;
+	ex->wr_set_inline_data_list = wr_set_inline_data_list;
+}

@@ -1,1 +1,615 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queue pairs: creation (rings in hugepage memory), the IBTA state machine
+ * (IBTA 10.3.1, table 91 "QP state transition properties") with each
+ * transition's required and optional attributes, query and destroy.
+ * Engine-side effects of a transition run on the owning engine (drv->exec)
+ * so the engine never sees a half-modified QP.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+
+#include "droce_int.h"
+
+/* ------------------------------------------------ transition table */
+
+struct qp_transition {
+	bool valid;
+	uint32_t req[IBV_QPT_UD + 1];	/* required beyond IBV_QP_STATE */
+	uint32_t opt[IBV_QPT_UD + 1];
+};
+
+#define RC IBV_QPT_RC
+#define UC IBV_QPT_UC
+#define UD IBV_QPT_UD
+
+static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_INIT] = { .valid = true,
+			.req = {
+				[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				[UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				[UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+			} },
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_INIT] = { .valid = true,
+			.opt = {
+				[RC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				[UC] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				[UD] = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+			} },
+		[IBV_QPS_RTR] = { .valid = true,
+			.req = {
+				[RC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_MIN_RNR_TIMER,
+				[UC] = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN,
+			},
+			.opt = {
+				[RC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				[UC] = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX,
+				[UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			} },
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = { .valid = true,
+			.req = {
+				[RC] = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+				[UC] = IBV_QP_SQ_PSN,
+				[UD] = IBV_QP_SQ_PSN,
+			},
+			.opt = {
+				[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				[UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PATH_MIG_STATE,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			} },
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = { .valid = true,
+			.opt = {
+				[RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+				       IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+				[UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
+				       IBV_QP_PATH_MIG_STATE,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			} },
+		[IBV_QPS_SQD] = { .valid = true,
+			.opt = { [RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				 [UC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
+				 [UD] = IBV_QP_EN_SQD_ASYNC_NOTIFY } },
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = { .valid = true,
+			.opt = {
+				[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				[UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PATH_MIG_STATE,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			} },
+		[IBV_QPS_SQD] = { .valid = true,
+			.opt = {
+				[RC] = IBV_QP_PORT | IBV_QP_AV | IBV_QP_TIMEOUT |
+				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC |
+				       IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PKEY_INDEX | IBV_QP_MIN_RNR_TIMER |
+				       IBV_QP_PATH_MIG_STATE,
+				[UC] = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PKEY_INDEX | IBV_QP_PATH_MIG_STATE,
+				[UD] = IBV_QP_PKEY_INDEX | IBV_QP_QKEY,
+			} },
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+		[IBV_QPS_RTS] = { .valid = true,
+			.opt = {
+				[UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+			} },
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = { .valid = true },
+		[IBV_QPS_ERR] = { .valid = true },
+	},
+};
+
+#undef RC
+#undef UC
+#undef UD
+
+/* ---------------------------------------------------------- create */
+
+static void sync_noop(void *arg)
+{
+	(void)arg;
+}
+
+static void qp_free_mem(struct droce_qp *qp)
+{
+	rte_free(qp->sq_buf);
+	rte_free(qp->rq_buf);
+	rte_free(qp->sq_wrid);
+	rte_free(qp->rq_wrid);
+	rte_free(qp->sq_state);
+	rte_free(qp);
+}
+
+static uint16_t qp_udp_sport(uint32_t qpn)
+{
+	/* Flow entropy per QP in the dynamic range, as RoCE NICs do. */
+	uint32_t h = qpn * 0x9e3779b1u;
+
+	return (uint16_t)(0xc000 | ((h >> 16) & 0x3fff));
+}
+
+static struct droce_qp *qp_create(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *a)
+{
+	struct droce_dev *dev = droce_dev_of_ctx(ctx);
+	struct droce_pd *pd;
+	struct droce_qp *qp;
+	uint32_t sge, inl, stride, cnt, idx;
+	int socket = rte_eth_dev_socket_id(dev->port_id);
+
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == NULL ||
+	    a->send_cq == NULL || a->recv_cq == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->qp_type != IBV_QPT_RC) {
+		errno = EOPNOTSUPP;	/* UC and UD come with the verbs-coverage work */
+		return NULL;
+	}
+	if (a->srq != NULL || (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cap.max_send_wr > DROCE_MAX_QP_WR ||
+	    a->cap.max_recv_wr > DROCE_MAX_QP_WR ||
+	    a->cap.max_send_sge > DROCE_MAX_SGE ||
+	    a->cap.max_recv_sge > DROCE_MAX_SGE ||
+	    a->cap.max_inline_data > DROCE_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (a->send_ops_flags & ~(uint64_t)(IBV_QP_EX_WITH_SEND |
+			IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
+			IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+			IBV_QP_EX_WITH_RDMA_READ))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	pd = container_of(a->pd, struct droce_pd, ibv);
+	qp = rte_zmalloc_socket("droce_qp", sizeof(*qp), RTE_CACHE_LINE_SIZE,
+				socket);
+	if (qp == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
+	sge = RTE_MAX(a->cap.max_send_sge, 1u);
+	inl = a->cap.max_inline_data;
+	stride = RTE_MAX(DROCE_SEG * 2 + DROCE_SEG * sge,
+			 DROCE_SEG * 2 + 4 + inl);
+	stride = RTE_ALIGN_CEIL(stride, DROCE_BB);
+	cnt = rte_align32pow2(RTE_MAX(a->cap.max_send_wr, 1u));
+	qp->sq_stride = stride;
+	qp->sq_cnt = cnt;
+	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * 2) / DROCE_SEG,
+				 (uint32_t)DROCE_MAX_SGE);
+	qp->sq_max_inline = RTE_MIN(stride - DROCE_SEG * 2 - 4,
+				    (uint32_t)DROCE_MAX_INLINE);
+	qp->sq_max_wr = cnt;
+	qp->sq_buf = rte_zmalloc_socket("droce_sq", (size_t)stride * cnt,
+					DROCE_BB, socket);
+	qp->sq_wrid = rte_zmalloc_socket("droce_sq_wrid", sizeof(uint64_t) * cnt,
+					 RTE_CACHE_LINE_SIZE, socket);
+	qp->sq_state = rte_zmalloc_socket("droce_sq_state",
+			sizeof(*qp->sq_state) * cnt, RTE_CACHE_LINE_SIZE, socket);
+	qp->rq_max_sge = RTE_MAX(a->cap.max_recv_sge, 1u);
+	qp->rq_stride = DROCE_SEG * rte_align32pow2(qp->rq_max_sge);
+	qp->rq_max_sge = qp->rq_stride / DROCE_SEG;
+	qp->rq_cnt = rte_align32pow2(RTE_MAX(a->cap.max_recv_wr, 1u));
+	qp->rq_buf = rte_zmalloc_socket("droce_rq",
+			(size_t)qp->rq_stride * qp->rq_cnt, DROCE_BB, socket);
+	qp->rq_wrid = rte_zmalloc_socket("droce_rq_wrid",
+			sizeof(uint64_t) * qp->rq_cnt, RTE_CACHE_LINE_SIZE, socket);
+	if (!qp->sq_buf || !qp->sq_wrid || !qp->sq_state || !qp->rq_buf ||
+	    !qp->rq_wrid) {
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->dev = dev;
+	qp->eng = dev->eng;
+	qp->pd = pd;
+	qp->scq = droce_cq_of(a->send_cq);
+	qp->rcq = droce_cq_of(a->recv_cq);
+	qp->sq_sig_all = a->sq_sig_all;
+	qp->state = IBV_QPS_RESET;
+	qp->path_mtu = IBV_MTU_1024;
+	qp->mtu = 1024;
+	rte_spinlock_init(&qp->sq_lock);
+	rte_spinlock_init(&qp->rq_lock);
+	qp->cap.max_send_wr = qp->sq_max_wr;
+	qp->cap.max_recv_wr = qp->rq_cnt;
+	qp->cap.max_send_sge = qp->sq_max_sge;
+	qp->cap.max_recv_sge = qp->rq_max_sge;
+	qp->cap.max_inline_data = qp->sq_max_inline;
+
+	pthread_mutex_lock(&dev->lock);
+	for (idx = 0; idx < DROCE_MAX_QP; idx++) {
+		uint32_t i = (dev->qp_next + idx) % DROCE_MAX_QP;
+
+		if (dev->qp_tbl[i] == NULL) {
+			idx = i;
+			break;
+		}
+	}
+	if (idx >= DROCE_MAX_QP || dev->qp_tbl[idx] != NULL) {
+		pthread_mutex_unlock(&dev->lock);
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->qp_next = idx + 1;
+	dev->nb_qp++;
+
+	qp->ex.qp_base.context = ctx;
+	qp->ex.qp_base.qp_context = a->qp_context;
+	qp->ex.qp_base.pd = a->pd;
+	qp->ex.qp_base.send_cq = a->send_cq;
+	qp->ex.qp_base.recv_cq = a->recv_cq;
+	qp->ex.qp_base.srq = NULL;
+	qp->ex.qp_base.qp_num = idx + DROCE_QPN_BASE;
+	qp->ex.qp_base.handle = qp->ex.qp_base.qp_num;
+	qp->ex.qp_base.state = IBV_QPS_RESET;
+	qp->ex.qp_base.qp_type = a->qp_type;
+	pthread_mutex_init(&qp->ex.qp_base.mutex, NULL);
+	pthread_cond_init(&qp->ex.qp_base.cond, NULL);
+	qp->udp_sport = qp_udp_sport(qp->ex.qp_base.qp_num);
+	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		qp->is_ex = true;
+		qp->send_ops_flags = a->send_ops_flags;
+		droce_qp_install_wr_ops(qp);
+	}
+	__atomic_store_n(&dev->qp_tbl[idx], qp, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&dev->lock);
+
+	__atomic_fetch_add(&pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
+	a->cap = qp->cap;
+	return qp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
+			     struct ibv_qp_init_attr *qp_init_attr)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct droce_qp *qp;
+
+	if (pd == NULL || qp_init_attr == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, qp_init_attr, sizeof(*qp_init_attr));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = pd;
+	qp = qp_create(pd->context, &ax);
+	if (qp == NULL)
+		return NULL;
+	qp_init_attr->cap = ax.cap;
+	return &qp->ex.qp_base;
+}
+
+struct ibv_qp *droce_create_qp_ex(struct ibv_context *ctx,
+				  struct ibv_qp_init_attr_ex *attr)
+{
+	struct droce_qp *qp;
+
+	if (attr == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->pd && attr->pd->context != ctx) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = qp_create(ctx, attr);
+	return qp ? &qp->ex.qp_base : NULL;
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct droce_qp *qp;
+
+	if (ibqp == NULL)
+		return NULL;
+	qp = droce_qp_of(ibqp);
+	return qp->is_ex ? &qp->ex : NULL;
+}
+
+/* ---------------------------------------------------------- modify */
+
+struct modify_job {
+	struct droce_qp *qp;
+	struct ibv_qp_attr attr;
+	int mask;
+	enum ibv_qp_state old;
+	enum ibv_qp_state new;
+};
+
+static void build_template(struct droce_qp *qp)
+{
+	struct droce_dev *dev = qp->dev;
+	struct roce_pkt *t = &qp->tmpl;
+
+	memset(t, 0, sizeof(*t));
+	memcpy(t->src_mac, dev->mac.addr_bytes, 6);
+	t->ipv6 = false;
+	t->tos = qp->ah.grh.traffic_class;
+	t->ttl = qp->ah.grh.hop_limit ? qp->ah.grh.hop_limit : 64;
+	t->frag_off = 0x4000;	/* DF: RoCE is never fragmented */
+	memcpy(t->src_ip, &dev->args.ip, 4);
+	memcpy(t->dst_ip, &qp->dst_ip, 4);
+	t->udp_sport = qp->udp_sport;
+	t->udp_dport = ROCE_UDP_DPORT;
+	t->pkey = ROCE_DEFAULT_PKEY;
+	t->dest_qp = qp->dest_qpn;
+	qp->tmpl_ready = false;	/* until the engine resolves the MAC */
+}
+
+/* Runs on the owning engine. */
+static void modify_apply(void *arg)
+{
+	struct modify_job *j = arg;
+	struct droce_qp *qp = j->qp;
+	const struct ibv_qp_attr *a = &j->attr;
+	int m = j->mask;
+
+	if (m & IBV_QP_ACCESS_FLAGS)
+		qp->access = (uint32_t)a->qp_access_flags;
+	if (m & IBV_QP_PKEY_INDEX)
+		qp->pkey_index = a->pkey_index;
+	if (m & IBV_QP_PATH_MTU) {
+		qp->path_mtu = a->path_mtu;
+		qp->mtu = roce_mtu_bytes(a->path_mtu);
+	}
+	if (m & IBV_QP_DEST_QPN)
+		qp->dest_qpn = a->dest_qp_num & ROCE_QPN_MASK;
+	if (m & IBV_QP_RQ_PSN)
+		qp->rq_psn = a->rq_psn & ROCE_PSN_MASK;
+	if (m & IBV_QP_SQ_PSN)
+		qp->sq_psn = a->sq_psn & ROCE_PSN_MASK;
+	if (m & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (m & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = a->max_rd_atomic;
+	if (m & IBV_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = a->min_rnr_timer;
+	if (m & IBV_QP_TIMEOUT)
+		qp->timeout = a->timeout;
+	if (m & IBV_QP_RETRY_CNT)
+		qp->retry_cnt = a->retry_cnt;
+	if (m & IBV_QP_RNR_RETRY)
+		qp->rnr_retry = a->rnr_retry;
+	if (m & IBV_QP_AV) {
+		qp->ah = a->ah_attr;
+		memcpy(&qp->dst_ip, &a->ah_attr.grh.dgid.raw[12], 4);
+	}
+	if (j->new == IBV_QPS_RTR && j->old != IBV_QPS_RTR) {
+		qp->resp_epsn = qp->rq_psn;
+		qp->resp_ack_psn = roce_psn_add(qp->rq_psn, ROCE_PSN_MASK);
+		qp->resp_msn = 0;
+	}
+	if (j->new == IBV_QPS_RTR || (m & IBV_QP_AV) || (m & IBV_QP_DEST_QPN))
+		build_template(qp);
+	if (j->new == IBV_QPS_RTS && j->old == IBV_QPS_RTR) {
+		qp->req_psn = qp->sq_psn;
+		qp->req_una_psn = qp->sq_psn;
+	}
+	__atomic_store_n(&qp->state, j->new, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->ex.qp_base.state, j->new, __ATOMIC_RELEASE);
+	if (j->new != j->old)
+		droce_drv->qp_state_changed(qp, j->old);
+}
+
+static bool av_ok(struct droce_dev *dev, const struct ibv_ah_attr *ah)
+{
+	static const uint8_t v4_prefix[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	(void)dev;
+	/* RoCE needs a GRH; droce speaks RoCEv2 over IPv4 here. */
+	if (!ah->is_global || ah->port_num != 1 || ah->grh.sgid_index > 1)
+		return false;
+	return memcmp(ah->grh.dgid.raw, v4_prefix, 12) == 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct droce_qp *qp;
+	struct droce_dev *dev;
+	const struct qp_transition *t;
+	struct modify_job j;
+	uint32_t extra;
+	int type;
+
+	if (ibqp == NULL || attr == NULL)
+		return EINVAL;
+	qp = droce_qp_of(ibqp);
+	dev = qp->dev;
+	type = ibqp->qp_type;
+	if (type > IBV_QPT_UD || mask & ~(IBV_QP_RATE_LIMIT * 2 - 1))
+		return EINVAL;
+	pthread_mutex_lock(&ibqp->mutex);
+	j.qp = qp;
+	j.attr = *attr;
+	j.mask = mask;
+	j.old = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != j.old &&
+	    !(attr->cur_qp_state == IBV_QPS_RTS && j.old == IBV_QPS_SQE))
+		goto einval;
+	j.new = (mask & IBV_QP_STATE) ? attr->qp_state : j.old;
+	if ((unsigned int)j.new > IBV_QPS_ERR || j.new == IBV_QPS_UNKNOWN)
+		goto einval;
+	t = &qp_table[j.old][j.new];
+	if (!t->valid)
+		goto einval;
+	extra = (uint32_t)mask & ~(uint32_t)IBV_QP_STATE;
+	if ((extra & t->req[type]) != t->req[type] ||
+	    (extra & ~(t->req[type] | t->opt[type])))
+		goto einval;
+	/* Values. */
+	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+		goto einval;
+	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		goto einval;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags &
+	    ~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		goto einval;
+	if ((mask & IBV_QP_PATH_MTU) &&
+	    (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096 ||
+	     roce_mtu_bytes(attr->path_mtu) > dev->args.max_mtu))
+		goto einval;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > DROCE_MAX_RD_ATOMIC)
+		goto einval;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > DROCE_MAX_RD_ATOMIC)
+		goto einval;
+	if ((mask & IBV_QP_AV) && !av_ok(dev, &attr->ah_attr))
+		goto einval;
+	if ((mask & IBV_QP_DEST_QPN) && attr->dest_qp_num > ROCE_QPN_MASK)
+		goto einval;
+	if ((mask & IBV_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		goto einval;
+	if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		goto einval;
+	if ((mask & IBV_QP_TIMEOUT) && attr->timeout > 31)
+		goto einval;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		goto einval;
+	droce_drv->exec(dev, modify_apply, &j);
+	pthread_mutex_unlock(&ibqp->mutex);
+	return 0;
+einval:
+	pthread_mutex_unlock(&ibqp->mutex);
+	return EINVAL;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct droce_qp *qp;
+
+	(void)mask;	/* everything is cheap to report */
+	if (ibqp == NULL || attr == NULL || init_attr == NULL)
+		return EINVAL;
+	qp = droce_qp_of(ibqp);
+	memset(attr, 0, sizeof(*attr));
+	memset(init_attr, 0, sizeof(*init_attr));
+	pthread_mutex_lock(&ibqp->mutex);
+	attr->qp_state = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = qp->path_mtu;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->qp_access_flags = (int)qp->access;
+	attr->rq_psn = qp->rq_psn;
+	attr->sq_psn = qp->sq_psn;
+	attr->dest_qp_num = qp->dest_qpn;
+	attr->cap = qp->cap;
+	attr->ah_attr = qp->ah;
+	attr->pkey_index = qp->pkey_index;
+	attr->port_num = 1;
+	attr->max_rd_atomic = qp->max_rd_atomic;
+	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	attr->min_rnr_timer = qp->min_rnr_timer;
+	attr->timeout = qp->timeout;
+	attr->retry_cnt = qp->retry_cnt;
+	attr->rnr_retry = qp->rnr_retry;
+	attr->sq_draining = 0;
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->srq = ibqp->srq;
+	init_attr->cap = qp->cap;
+	init_attr->qp_type = ibqp->qp_type;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	pthread_mutex_unlock(&ibqp->mutex);
+	return 0;
+}
+
+/* ---------------------------------------------------------- destroy */
+
+struct destroy_job {
+	struct droce_qp *qp;
+};
+
+static void destroy_apply(void *arg)
+{
+	struct droce_qp *qp = arg;
+	enum ibv_qp_state old = qp->state;
+
+	/* Detach from every engine list; nothing is completed any more. */
+	qp->state = IBV_QPS_RESET;
+	droce_drv->qp_state_changed(qp, old == IBV_QPS_RESET ? IBV_QPS_ERR : old);
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct droce_qp *qp;
+	struct droce_dev *dev;
+	uint32_t idx;
+
+	if (ibqp == NULL)
+		return EINVAL;
+	qp = droce_qp_of(ibqp);
+	dev = qp->dev;
+	idx = ibqp->qp_num - DROCE_QPN_BASE;
+	pthread_mutex_lock(&dev->lock);
+	if (idx >= DROCE_MAX_QP || dev->qp_tbl[idx] != qp) {
+		pthread_mutex_unlock(&dev->lock);
+		return EINVAL;
+	}
+	__atomic_store_n(&dev->qp_tbl[idx], NULL, __ATOMIC_RELEASE);
+	dev->nb_qp--;
+	pthread_mutex_unlock(&dev->lock);
+	/* The engine drops its references before we free anything. */
+	droce_drv->exec(dev, destroy_apply, qp);
+	droce_drv->exec(dev, sync_noop, NULL);
+	__atomic_fetch_sub(&qp->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	qp_free_mem(qp);
+	return 0;
+}

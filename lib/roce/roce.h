@@ -189,7 +189,8 @@ struct roce_pkt {
 	uint8_t dst_ip[16];
 	/* L4 */
 	uint16_t udp_sport;
-	uint16_t udp_dport;
+	uint16_t udp_dport;	/* parse: always ROCE_UDP_DPORT; build: 0 means
+				 * ROCE_UDP_DPORT (and is set so in `p`) */
 	uint16_t udp_csum;	/* as found on the wire; built as given */
 	/* BTH */
 	uint8_t opcode;
@@ -246,6 +247,11 @@ enum roce_parse_err {
  * extend beyond (then p->icrc is left 0 and the caller reads it). Validates
  * L2/L3/L4 consistency and the opcode table, not the ICRC. Returns ROCE_OK or
  * a negative roce_parse_err.
+ * Bytes after the IP datagram are accepted only as Ethernet minimum-frame
+ * padding (len <= 60, 64 with a VLAN tag): then p->frame_len < len, and the
+ * ICRC is at frame + p->frame_len - 4, not at the end of the buffer. IPv4
+ * options and fragments are rejected (ROCE_ERR_BAD_IP), IPv6 extension
+ * headers and more than one VLAN tag are ROCE_ERR_NOT_ROCE.
  */
 int roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
 	       struct roce_pkt *p);
@@ -269,6 +275,9 @@ uint32_t roce_build_hdrs(uint8_t *buf, struct roce_pkt *p);
 uint32_t roce_crc32(uint32_t crc, const void *buf, size_t len);
 /* Which implementation roce_crc32 uses: "isal" or "slice8". */
 const char *roce_crc32_impl(void);
+/* The portable slice-by-8 implementation, always built (same conventions
+ * as roce_crc32; for tests and benchmarks). */
+uint32_t roce_crc32_slice8(uint32_t crc, const void *buf, size_t len);
 
 /*
  * ICRC (IBTA A17.8): CRC32 over 8 bytes of 0xff, then the IP header with
@@ -278,7 +287,7 @@ const char *roce_crc32_impl(void);
  *
  * roce_icrc_hdrs() returns the running CRC over the masked pseudo-header and
  * the headers from `l3` (IP header start) for `hdr_len` bytes (IP + UDP +
- * BTH + extended headers: bth_off + hdr_len... minus l3_off); chain the
+ * BTH + extended headers, i.e. payload_off - l3_off); chain the
  * payload and pad with roce_crc32(); roce_icrc_final() turns the running CRC
  * into the value stored little-endian in the last 4 bytes of the frame.
  */
@@ -320,7 +329,10 @@ static inline uint32_t roce_mtu_bytes(int mtu_enum)
 	return mtu_enum >= 1 && mtu_enum <= 5 ? 128u << mtu_enum : 0;
 }
 
-/* The IPv4 header checksum of `hdr` (IHL*4 bytes), as stored on the wire. */
+/* The IPv4 header checksum of `hdr` (IHL*4 bytes), as stored on the wire:
+ * the value to write big-endian at bytes 10-11 (returned in host order).
+ * The current contents of bytes 10-11 are ignored (counted as 0), so this
+ * both fills in and verifies a checksum: valid iff equal to bytes 10-11. */
 uint16_t roce_ipv4_cksum(const uint8_t *hdr, uint32_t len);
 
 #ifdef __cplusplus

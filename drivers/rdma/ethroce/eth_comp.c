@@ -1,1 +1,216 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completer: what comes back to a requester (ACK, NAK, RNR NAK, READ
+ * responses) retires send WQEs in order, places READ data, and maps each
+ * NAK class to its work completion status (IBTA 9.7.5.1.4 and 10.8.3):
+ *
+ *   NAK PSN sequence error      -> go back N from the NAK's PSN
+ *   RNR NAK                     -> wait the RNR timer, then go back N
+ *   NAK invalid request         -> IBV_WC_REM_INV_REQ_ERR
+ *   NAK remote access error     -> IBV_WC_REM_ACCESS_ERR
+ *   NAK remote operational err  -> IBV_WC_REM_OP_ERR
+ *   NAK invalid RD request      -> IBV_WC_REM_INV_RD_REQ_ERR
+ */
+#include "eth_int.h"
+
+/* RNR NAK timer field (IBTA table 45), in units of 10 us. */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288,
+	16384, 24576, 32768, 49152,
+};
+
+static void publish_sq_ci(struct droce_qp *qp)
+{
+	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
+}
+
+/* Retire WQEs whose last PSN is at or before `psn`. */
+static void ack_upto(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t next = roce_psn_add(psn, 1);
+
+	if (roce_psn_diff(next, qp->req_una_psn) <= 0)
+		return;	/* old news */
+	if (roce_psn_diff(next, qp->req_psn) > 0)
+		return;	/* acknowledges what we never sent: ignore */
+	while (qp->req_acked != qp->req_cur) {
+		struct droce_swqe_state *st =
+			&qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+
+		if (roce_psn_diff(st->psn_last, psn) > 0)
+			break;
+		if (st->status != IBV_WC_SUCCESS) {
+			/* A local error waited for the WQEs before it. */
+			eth_complete_send(qp, qp->req_acked, st->status);
+			qp->req_acked++;
+			qp->flags &= ~DROCE_QPF_REQ_STALL;
+			eth_qp_error(qp);
+			return;
+		}
+		if (st->opcode == MLX5_OPCODE_RDMA_READ && !st->done) {
+			/* C9-?: a later ACK implies the READ response was lost. */
+			qp->req_una_psn = st->psn_first;
+			publish_sq_ci(qp);
+			eth_req_retransmit(qp, st->psn_first);
+			return;
+		}
+		eth_complete_send(qp, qp->req_acked, IBV_WC_SUCCESS);
+		qp->req_acked++;
+	}
+	qp->req_una_psn = next;
+	qp->req_retries = 0;
+	qp->req_timer_tsc = 0;	/* progress: restart the clock */
+	publish_sq_ci(qp);
+	eth_qp_activate(qp->eng, qp);
+}
+
+static void nak_fail(struct droce_qp *qp, uint32_t psn, uint8_t status)
+{
+	ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
+	if (qp->state == IBV_QPS_ERR || qp->req_acked == qp->req_cur)
+		return;
+	eth_complete_send(qp, qp->req_acked, status);
+	qp->req_acked++;
+	publish_sq_ci(qp);
+	eth_qp_error(qp);
+}
+
+static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
+{
+	uint8_t syn = p->aeth_syndrome;
+	uint32_t psn = p->psn;
+
+	switch (syn & ROCE_AETH_CLASS_MASK) {
+	case ROCE_AETH_ACK:
+		qp->req_rnr_retries = 0;
+		ack_upto(qp, psn);
+		return;
+	case ROCE_AETH_RNR_NAK: {
+		uint64_t wait;
+
+		qp->dev->st.rx_naks++;
+		ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
+		if (qp->state != IBV_QPS_RTS)
+			return;
+		/* rnr_retry 7 means retry for ever (IBTA 9.7.5.2.8). */
+		if (qp->rnr_retry != 7 && qp->req_rnr_retries >= qp->rnr_retry) {
+			nak_fail(qp, psn, IBV_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		qp->req_rnr_retries++;
+		qp->req_rnr_wait = true;
+		wait = (uint64_t)rnr_timer_10us[syn & 0x1f] * qp->eng->tsc_hz / 100000;
+		qp->req_timer_tsc = eth_now() + wait;
+		/* Resend from the NAKed PSN when the timer fires. */
+		qp->req_una_psn = psn;
+		eth_qp_timer_arm(qp->eng, qp);
+		return;
+	}
+	case ROCE_AETH_NAK:
+		qp->dev->st.rx_naks++;
+		switch (syn & 0x1f) {
+		case ROCE_NAK_PSN_SEQ_ERR:
+			ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
+			if (qp->state == IBV_QPS_RTS)
+				eth_req_retransmit(qp, psn);
+			return;
+		case ROCE_NAK_INVALID_REQ:
+			nak_fail(qp, psn, IBV_WC_REM_INV_REQ_ERR);
+			return;
+		case ROCE_NAK_REMOTE_ACCESS:
+			nak_fail(qp, psn, IBV_WC_REM_ACCESS_ERR);
+			return;
+		case ROCE_NAK_REMOTE_OP:
+			nak_fail(qp, psn, IBV_WC_REM_OP_ERR);
+			return;
+		case ROCE_NAK_INVALID_RD_REQ:
+			nak_fail(qp, psn, IBV_WC_REM_INV_RD_REQ_ERR);
+			return;
+		default:
+			nak_fail(qp, psn, IBV_WC_BAD_RESP_ERR);
+			return;
+		}
+	default:	/* reserved class */
+		qp->dev->st.rx_malformed++;
+		return;
+	}
+}
+
+static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
+			 const struct rte_mbuf *m, uint8_t op)
+{
+	struct droce_swqe_state *st;
+	const struct mlx5_wqe_data_seg *sge;
+	const struct mlx5_wqe_ctrl_seg *c;
+	uint32_t off, want, nsge;
+	int ret;
+
+	/* Everything before the READ is implicitly acknowledged. */
+	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_cur)
+		return;
+	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done ||
+	    roce_psn_diff(p->psn, roce_psn_add(st->psn_first, st->rcvd)) != 0) {
+		qp->dev->st.rx_dup++;	/* stale or out of order: the timer retries */
+		return;
+	}
+	off = st->rcvd * qp->mtu;
+	want = RTE_MIN(qp->mtu, st->length - RTE_MIN(off, st->length));
+	/* C9-?: FIRST/MIDDLE are full MTU; LAST/ONLY carry what is left. */
+	if ((op == ROCE_OP_READ_RESP_FIRST || op == ROCE_OP_READ_RESP_MIDDLE) ?
+	    (p->payload_len != qp->mtu || st->rcvd + 1 >= st->npkts) :
+	    (p->payload_len != want || st->rcvd + 1 != st->npkts)) {
+		nak_fail(qp, p->psn, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	c = (const void *)droce_sq_slot(qp, qp->req_acked);
+	nsge = (be32toh(c->qpn_ds) & 0x3f);
+	nsge = nsge > 2 ? nsge - 2 : 0;
+	sge = (const void *)((const uint8_t *)c + 2 * DROCE_SEG);
+	if (nsge * DROCE_SEG + 2 * DROCE_SEG > qp->sq_stride)
+		nsge = 0;
+	ret = eth_sge_scatter(qp, sge, nsge, off, m, p->payload_off,
+			      p->payload_len);
+	if (unlikely(ret)) {
+		st->status = ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :
+						  IBV_WC_LOC_PROT_ERR;
+		eth_complete_send(qp, qp->req_acked, st->status);
+		qp->req_acked++;
+		publish_sq_ci(qp);
+		eth_qp_error(qp);
+		return;
+	}
+	st->rcvd++;
+	if (st->rcvd == st->npkts) {
+		st->done = 1;
+		if (qp->req_rd_outstanding)
+			qp->req_rd_outstanding--;
+		ack_upto(qp, p->psn);
+	}
+}
+
+void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
+		 const struct rte_mbuf *m)
+{
+	uint8_t op = p->opcode & 0x1f;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	switch (op) {
+	case ROCE_OP_ACK:
+		rx_ack(qp, p);
+		break;
+	case ROCE_OP_READ_RESP_FIRST:
+	case ROCE_OP_READ_RESP_MIDDLE:
+	case ROCE_OP_READ_RESP_LAST:
+	case ROCE_OP_READ_RESP_ONLY:
+		rx_read_resp(qp, p, m, op);
+		break;
+	default:
+		/* Atomic ACKs come with the atomics. */
+		qp->dev->st.rx_malformed++;
+		break;
+	}
+}

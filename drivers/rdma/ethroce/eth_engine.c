@@ -1,1 +1,449 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The engine: one poll loop per lcore over its devices. Per iteration:
+ * receive (responder and completer run inline), take rung doorbells, give
+ * each active QP a bounded budget of packets, flush tx, run due timers, and
+ * serve at most one control-path call. Idle QPs cost nothing: only QPs on
+ * the active or timer lists are visited. An idle engine backs off into
+ * short sleeps so a 2-core machine stays usable.
+ */
+#include <errno.h>
+#include <time.h>
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+
+#include "eth_int.h"
+
+static struct droce_engine *engines[RTE_MAX_LCORE];
+static struct droce_engine *app_engine;
+static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* -------------------------------------------------------- QP lists */
+
+void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (qp->flags & DROCE_QPF_ON_ACTIVE)
+		return;
+	qp->flags |= DROCE_QPF_ON_ACTIVE;
+	qp->active_next = NULL;
+	if (eng->active_tail)
+		eng->active_tail->active_next = qp;
+	else
+		eng->active_head = qp;
+	eng->active_tail = qp;
+}
+
+void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (qp->flags & DROCE_QPF_ON_TIMER)
+		return;
+	qp->flags |= DROCE_QPF_ON_TIMER;
+	qp->timer_next = eng->timer_head;
+	eng->timer_head = qp;
+}
+
+static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
+{
+	struct droce_qp **pp, *prev = NULL;
+
+	if (qp->flags & DROCE_QPF_ON_ACTIVE) {
+		for (pp = &eng->active_head; *pp; prev = *pp, pp = &(*pp)->active_next) {
+			if (*pp == qp) {
+				*pp = qp->active_next;
+				if (eng->active_tail == qp)
+					eng->active_tail = prev;
+				break;
+			}
+		}
+	}
+	if (qp->flags & DROCE_QPF_ON_TIMER) {
+		for (pp = &eng->timer_head; *pp; pp = &(*pp)->timer_next) {
+			if (*pp == qp) {
+				*pp = qp->timer_next;
+				break;
+			}
+		}
+	}
+	qp->flags &= ~(DROCE_QPF_ON_ACTIVE | DROCE_QPF_ON_TIMER);
+}
+
+/* ---------------------------------------------------------- doorbells */
+
+static inline uint32_t db_token(const struct droce_qp *qp)
+{
+	return qp->dev->index << 24 | qp->ex.qp_base.qp_num;
+}
+
+static void eth_qp_notify(struct droce_qp *qp)
+{
+	/* One ring entry per QP at most: the ring never overflows. */
+	if (__atomic_exchange_n(&qp->db_pending, 1, __ATOMIC_SEQ_CST) == 0)
+		rte_ring_mp_enqueue(qp->eng->db_ring,
+				    (void *)(uintptr_t)db_token(qp));
+}
+
+static int drain_doorbells(struct droce_engine *eng)
+{
+	void *tok[ETH_DB_BURST];
+	unsigned int n = rte_ring_sc_dequeue_burst(eng->db_ring, tok,
+						   ETH_DB_BURST, NULL);
+
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t t = (uint32_t)(uintptr_t)tok[i];
+		uint32_t di = t >> 24;
+		struct droce_qp *qp;
+
+		if (di >= droce_nb_devs)
+			continue;
+		/* A destroyed QP is gone from the table: nothing to do. */
+		qp = droce_qp_lookup(droce_devs[di], t & ROCE_QPN_MASK);
+		if (qp == NULL || qp->eng != eng)
+			continue;
+		__atomic_store_n(&qp->db_pending, 0, __ATOMIC_SEQ_CST);
+		if (qp->state == IBV_QPS_ERR)
+			eth_qp_flush(qp);
+		else
+			eth_qp_activate(eng, qp);
+	}
+	return (int)n;
+}
+
+/* ------------------------------------------------------------ loop */
+
+static int run_active(struct droce_engine *eng)
+{
+	struct droce_qp *qp, *tail = eng->active_tail;
+	int n = 0;
+
+	/* Visit each QP queued now once; those with work left requeue. */
+	while ((qp = eng->active_head) != NULL) {
+		uint32_t budget = ETH_QP_BUDGET;
+		bool last = qp == tail;
+
+		eng->active_head = qp->active_next;
+		if (eng->active_head == NULL)
+			eng->active_tail = NULL;
+		qp->flags &= ~DROCE_QPF_ON_ACTIVE;
+		if (!eth_tx_busy(qp->dev)) {
+			eth_resp_progress(qp, &budget);
+			eth_req_progress(qp, &budget);
+		} else {
+			budget = 0;	/* back-pressure: try again next loop */
+		}
+		if (budget == 0)
+			eth_qp_activate(eng, qp);
+		n += (int)(ETH_QP_BUDGET - budget);
+		if (last)
+			break;
+	}
+	return n;
+}
+
+static void run_timers(struct droce_engine *eng, uint64_t now)
+{
+	struct droce_qp *qp, **pp = &eng->timer_head;
+
+	for (uint32_t i = 0; i < eng->nb_devs; i++)
+		eth_arp_timer(eng->devs[i], now);
+	while ((qp = *pp) != NULL) {
+		eth_req_timer(qp, now);
+		if (qp->req_timer_tsc == 0 && !(qp->flags & DROCE_QPF_ARP_WAIT)) {
+			*pp = qp->timer_next;
+			qp->flags &= ~DROCE_QPF_ON_TIMER;
+		} else {
+			pp = &qp->timer_next;
+		}
+	}
+}
+
+static void run_exec(struct droce_engine *eng)
+{
+	uint32_t req = __atomic_load_n(&eng->exec_req, __ATOMIC_ACQUIRE);
+
+	if (req == eng->exec_done)
+		return;
+	eng->exec_fn(eng->exec_arg);
+	__atomic_store_n(&eng->exec_done, req, __ATOMIC_RELEASE);
+}
+
+int eth_engine_iter(struct droce_engine *eng)
+{
+	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
+	uint64_t now;
+	int n = 0;
+
+	for (uint32_t i = 0; i < nd; i++)
+		n += eth_rx(eng, eng->devs[i]);
+	n += drain_doorbells(eng);
+	if (eng->active_head)
+		n += run_active(eng);
+	for (uint32_t i = 0; i < nd; i++)
+		if (eng->devs[i]->txq_len)
+			n += eth_tx_flush(eng->devs[i]);
+	now = eth_now();
+	if (now >= eng->next_timer_tsc) {
+		eng->next_timer_tsc = now + eng->timer_period;
+		run_timers(eng, now);
+	}
+	run_exec(eng);
+	eng->loops++;
+	if (n)
+		eng->busy_loops++;
+	return n;
+}
+
+static int engine_main(void *arg)
+{
+	struct droce_engine *eng = arg;
+	uint32_t idle = 0, sleep_us = 1;
+
+	while (!__atomic_load_n(&eng->stop, __ATOMIC_ACQUIRE)) {
+		if (eth_engine_iter(eng)) {
+			idle = 0;
+			sleep_us = 1;
+			continue;
+		}
+		if (++idle < 256 || eng->idle_us == 0) {
+			rte_pause();
+			continue;
+		}
+		/* Idle back-off: 1, 2, 4 ... idle_us microseconds. */
+		rte_delay_us_sleep(sleep_us);
+		if (sleep_us < eng->idle_us)
+			sleep_us = RTE_MIN(sleep_us * 2, eng->idle_us);
+	}
+	/* Serve a last control call that raced with stop. */
+	run_exec(eng);
+	return 0;
+}
+
+/* -------------------------------------------------------- control path */
+
+static int eth_exec(struct droce_dev *dev, void (*fn)(void *), void *arg)
+{
+	struct droce_engine *eng = dev->eng;
+
+	if (eng->lcore < 0 || !eng->launched) {
+		rte_spinlock_lock(&eng->app_lock);
+		fn(arg);
+		rte_spinlock_unlock(&eng->app_lock);
+		return 0;
+	}
+	rte_spinlock_lock(&eng->exec_lock);
+	eng->exec_fn = fn;
+	eng->exec_arg = arg;
+	uint32_t req = eng->exec_req + 1;
+
+	__atomic_store_n(&eng->exec_req, req, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&eng->exec_done, __ATOMIC_ACQUIRE) != req) {
+		struct timespec ts = { 0, 10000 };
+
+		nanosleep(&ts, NULL);
+	}
+	rte_spinlock_unlock(&eng->exec_lock);
+	return 0;
+}
+
+static int eth_poll(struct droce_dev *dev)
+{
+	struct droce_engine *eng = dev->eng;
+	int n;
+
+	if (eng->lcore >= 0)
+		return 0;
+	if (!rte_spinlock_trylock(&eng->app_lock))
+		return 0;
+	n = eth_engine_iter(eng);
+	rte_spinlock_unlock(&eng->app_lock);
+	return n;
+}
+
+static struct droce_engine *engine_new(int lcore)
+{
+	struct droce_engine *eng;
+	char name[RTE_RING_NAMESIZE];
+
+	eng = rte_zmalloc("droce_engine", sizeof(*eng), RTE_CACHE_LINE_SIZE);
+	if (eng == NULL)
+		return NULL;
+	snprintf(name, sizeof(name), "droce_db_%d", lcore < 0 ? 9999 : lcore);
+	/* Every QP of every device of this engine fits at once. */
+	eng->db_ring = rte_ring_create(name, rte_align32pow2(DROCE_MAX_QP *
+				       DROCE_MAX_DEVS), SOCKET_ID_ANY,
+				       RING_F_SC_DEQ);
+	if (eng->db_ring == NULL) {
+		rte_free(eng);
+		return NULL;
+	}
+	eng->lcore = lcore;
+	eng->tsc_hz = rte_get_tsc_hz();
+	eng->timer_period = eng->tsc_hz / 1000000 * ETH_TIMER_PERIOD_US;
+	rte_spinlock_init(&eng->exec_lock);
+	rte_spinlock_init(&eng->app_lock);
+	return eng;
+}
+
+int eth_engine_attach(struct droce_dev *dev)
+{
+	int lcore = dev->args.lcore;
+	struct droce_engine *eng;
+	int ret = 0;
+
+	pthread_mutex_lock(&eng_lock);
+	if (lcore >= 0) {
+		if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled((unsigned)lcore) ||
+		    (unsigned int)lcore == rte_get_main_lcore()) {
+			DROCE_LOG(ERR, "lcore %d is not an enabled worker lcore (use lcore=app to drive the engine from verbs calls)",
+				  lcore);
+			ret = -EINVAL;
+			goto out;
+		}
+		eng = engines[lcore];
+		if (eng == NULL) {
+			if (rte_eal_get_lcore_state((unsigned)lcore) != WAIT) {
+				DROCE_LOG(ERR, "lcore %d is busy", lcore);
+				ret = -EBUSY;
+				goto out;
+			}
+			eng = engine_new(lcore);
+			if (eng == NULL) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			engines[lcore] = eng;
+		}
+	} else {
+		if (app_engine == NULL)
+			app_engine = engine_new(-1);
+		eng = app_engine;
+		if (eng == NULL) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	/* Any device's idle_us applies to the whole engine: the smallest wins. */
+	if (eng->nb_devs == 0 || dev->args.idle_us < eng->idle_us)
+		eng->idle_us = dev->args.idle_us;
+	dev->eng = eng;
+	if (eng->launched) {
+		/* The engine reads devs[] up to nb_devs; publish the slot first. */
+		eng->devs[eng->nb_devs] = dev;
+		__atomic_store_n(&eng->nb_devs, eng->nb_devs + 1, __ATOMIC_RELEASE);
+	} else {
+		eng->devs[eng->nb_devs++] = dev;
+		if (lcore >= 0) {
+			eng->stop = false;
+			ret = rte_eal_remote_launch(engine_main, eng, (unsigned)lcore);
+			if (ret) {
+				eng->nb_devs--;
+				goto out;
+			}
+			eng->launched = true;
+		}
+	}
+out:
+	pthread_mutex_unlock(&eng_lock);
+	return ret;
+}
+
+struct detach_job {
+	struct droce_engine *eng;
+	struct droce_dev *dev;
+};
+
+static void detach_apply(void *arg)
+{
+	struct detach_job *j = arg;
+	struct droce_engine *eng = j->eng;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < eng->nb_devs; i++)
+		if (eng->devs[i] != j->dev)
+			eng->devs[k++] = eng->devs[i];
+	eng->nb_devs = k;
+}
+
+void eth_engine_detach(struct droce_dev *dev)
+{
+	struct droce_engine *eng = dev->eng;
+	struct detach_job j = { eng, dev };
+
+	if (eng == NULL)
+		return;
+	pthread_mutex_lock(&eng_lock);
+	eth_exec(dev, detach_apply, &j);
+	if (eng->nb_devs == 0) {
+		if (eng->launched) {
+			__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
+			rte_eal_wait_lcore((unsigned)eng->lcore);
+			eng->launched = false;
+		}
+		if (eng->lcore >= 0)
+			engines[eng->lcore] = NULL;
+		else
+			app_engine = NULL;
+		rte_ring_free(eng->db_ring);
+		rte_free(eng);
+	}
+	dev->eng = NULL;
+	pthread_mutex_unlock(&eng_lock);
+}
+
+/* ------------------------------------------------------------- ops */
+
+static int eth_dev_probe(struct droce_dev *dev)
+{
+	int ret = eth_port_setup(dev);
+
+	if (ret)
+		return ret;
+	ret = eth_engine_attach(dev);
+	if (ret)
+		eth_port_close(dev);
+	return ret;
+}
+
+static void eth_dev_remove(struct droce_dev *dev)
+{
+	eth_engine_detach(dev);
+	eth_port_close(dev);
+}
+
+static void eth_qp_state_changed(struct droce_qp *qp, enum ibv_qp_state old)
+{
+	struct droce_engine *eng = qp->eng;
+
+	(void)old;
+	switch (qp->state) {
+	case IBV_QPS_RESET:
+		unlink_qp(eng, qp);
+		eth_qp_reset(qp);
+		break;
+	case IBV_QPS_ERR:
+		eth_qp_flush(qp);
+		break;
+	case IBV_QPS_RTS:
+		eth_qp_activate(eng, qp);
+		break;
+	default:
+		break;
+	}
+}
+
+static const struct droce_drv_ops eth_ops = {
+	.dev_probe = eth_dev_probe,
+	.dev_remove = eth_dev_remove,
+	.qp_notify = eth_qp_notify,
+	.exec = eth_exec,
+	.poll = eth_poll,
+	.qp_state_changed = eth_qp_state_changed,
+};
+
+RTE_INIT(eth_register)
+{
+	droce_drv_register(&eth_ops);
+}

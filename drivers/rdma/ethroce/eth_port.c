@@ -1,1 +1,166 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ethdev port under a droce device: configuration (one rx and one tx
+ * queue, an MTU that fits the largest path MTU), its mbuf pool, its MAC,
+ * and the embedded default: two ports joined back to back by rte_rings.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "eth_int.h"
+
+#define ETH_NB_DESC		1024
+#define ETH_RING_PAIR_SIZE	4096
+/* L3 bytes around a payload: IPv4 + UDP + BTH + largest ext header + ICRC */
+#define ETH_L3_OVERHEAD		(ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + \
+				 ROCE_ATMETH_LEN + ROCE_ICRC_LEN)
+
+static struct rte_ring *pair_rings[DROCE_MAX_DEVS];
+static uint32_t nb_pair_rings;
+
+int eth_port_setup(struct droce_dev *dev)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	uint16_t port = dev->port_id;
+	int socket = rte_eth_dev_socket_id(port);
+	uint32_t mtu, room;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	int ret;
+
+	if (socket < 0)
+		socket = (int)rte_socket_id();
+	ret = rte_eth_dev_info_get(port, &info);
+	if (ret)
+		return ret;
+	mtu = dev->args.max_mtu + ETH_L3_OVERHEAD;
+	if (info.max_mtu && mtu > info.max_mtu) {
+		uint32_t m = 4096;
+
+		while (m > 256 && m + ETH_L3_OVERHEAD > info.max_mtu)
+			m >>= 1;
+		DROCE_LOG(WARNING, "port %u: max MTU %u; path MTU limited to %u",
+			  port, info.max_mtu, m);
+		dev->args.max_mtu = m;
+		mtu = m + ETH_L3_OVERHEAD;
+	}
+	memset(&conf, 0, sizeof(conf));
+	conf.rxmode.mtu = mtu;
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
+		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (ret) {
+		DROCE_LOG(ERR, "port %u: configure failed: %s", port, strerror(-ret));
+		return ret;
+	}
+	snprintf(name, sizeof(name), "droce_mb_%u", port);
+	room = RTE_MAX(dev->args.max_mtu + 256u, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+	dev->pool = rte_pktmbuf_pool_create(name, dev->args.nb_mbuf, 256, 0,
+					    (uint16_t)(RTE_PKTMBUF_HEADROOM + room),
+					    socket);
+	if (dev->pool == NULL) {
+		DROCE_LOG(ERR, "port %u: no memory for %u mbufs", port,
+			  dev->args.nb_mbuf);
+		return -ENOMEM;
+	}
+	ret = rte_eth_rx_queue_setup(port, 0, ETH_NB_DESC, (unsigned)socket,
+				     NULL, dev->pool);
+	if (ret == 0)
+		ret = rte_eth_tx_queue_setup(port, 0, ETH_NB_DESC,
+					     (unsigned)socket, NULL);
+	if (ret) {
+		DROCE_LOG(ERR, "port %u: queue setup failed: %s", port,
+			  strerror(-ret));
+		goto fail;
+	}
+	dev->txq = rte_zmalloc_socket("droce_txq", sizeof(*dev->txq) * ETH_TXQ_CAP,
+				      RTE_CACHE_LINE_SIZE, socket);
+	if (dev->txq == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	dev->txq_cap = ETH_TXQ_CAP;
+	ret = rte_eth_dev_start(port);
+	if (ret) {
+		DROCE_LOG(ERR, "port %u: start failed: %s", port, strerror(-ret));
+		goto fail;
+	}
+	/* Our MAC: as given, else the port's, else 02:00 + the IPv4 address. */
+	rte_eth_macaddr_get(port, &dev->mac);
+	if (dev->args.mac_set) {
+		dev->mac = dev->args.mac;
+	} else if (rte_is_zero_ether_addr(&dev->mac)) {
+		dev->mac.addr_bytes[0] = 0x02;
+		dev->mac.addr_bytes[1] = 0x00;
+		memcpy(&dev->mac.addr_bytes[2], &dev->args.ip, 4);
+	}
+	/* A MAC the port does not know needs promiscuous rx; harmless else. */
+	rte_eth_promiscuous_enable(port);
+	return 0;
+fail:
+	rte_free(dev->txq);
+	dev->txq = NULL;
+	rte_mempool_free(dev->pool);
+	dev->pool = NULL;
+	return ret;
+}
+
+void eth_port_close(struct droce_dev *dev)
+{
+	rte_eth_dev_stop(dev->port_id);
+	rte_pktmbuf_free_bulk(dev->txq, dev->txq_len);
+	dev->txq_len = 0;
+	rte_eth_dev_close(dev->port_id);
+	rte_free(dev->txq);
+	dev->txq = NULL;
+	rte_mempool_free(dev->pool);
+	dev->pool = NULL;
+	/* Rings of the embedded pair are free once both ports are closed. */
+	if (droce_nb_devs == 0) {
+		while (nb_pair_rings)
+			rte_ring_free(pair_rings[--nb_pair_rings]);
+	}
+}
+
+int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
+{
+	static uint32_t seq;
+	struct rte_ring *ab, *ba;
+	char name[RTE_RING_NAMESIZE];
+	int pa, pb, ret;
+
+	if (nb_pair_rings + 2 > DROCE_MAX_DEVS)
+		return -ENOSPC;
+	snprintf(name, sizeof(name), "droce_pair%u_ab", seq);
+	ab = rte_ring_create(name, ETH_RING_PAIR_SIZE, SOCKET_ID_ANY,
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "droce_pair%u_ba", seq);
+	ba = rte_ring_create(name, ETH_RING_PAIR_SIZE, SOCKET_ID_ANY,
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ab == NULL || ba == NULL) {
+		rte_ring_free(ab);
+		rte_ring_free(ba);
+		return -ENOMEM;
+	}
+	pair_rings[nb_pair_rings++] = ab;
+	pair_rings[nb_pair_rings++] = ba;
+	snprintf(name, sizeof(name), "net_ring_droce%ua", seq);
+	pa = rte_eth_from_rings(name, &ba, 1, &ab, 1, SOCKET_ID_ANY);
+	snprintf(name, sizeof(name), "net_ring_droce%ub", seq);
+	pb = rte_eth_from_rings(name, &ab, 1, &ba, 1, SOCKET_ID_ANY);
+	seq++;
+	if (pa < 0 || pb < 0)
+		return -ENODEV;
+	ret = droce_dev_create((uint16_t)pa, devargs_a ? devargs_a : "ip=198.18.0.1");
+	if (ret < 0)
+		return ret;
+	ret = droce_dev_create((uint16_t)pb, devargs_b ? devargs_b : "ip=198.18.0.2");
+	return ret < 0 ? ret : 0;
+}

@@ -1,1 +1,570 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Requester: turns send WQEs into request packets, PSN by PSN, within a
+ * window and a per-activation budget; go-back-N restarts (NAK, timeout,
+ * RNR); the QP error path and flushing.
+ *
+ * Requester state (per QP, engine-owned):
+ *   req_acked <= req_cur <= sq_db     WQE indexes
+ *   [req_acked, req_cur)  started, waiting for ACK / response
+ *   req_cur at req_off    being transmitted
+ *   req_una_psn .. req_psn-1          PSNs outstanding
+ */
+#include <string.h>
+#include <endian.h>
+
+#include "eth_int.h"
+
+struct wqe_view {
+	uint8_t op;
+	uint8_t flags;		/* fm_ce_se */
+	bool inl;
+	uint32_t imm;
+	uint64_t raddr;
+	uint32_t rkey;
+	const struct mlx5_wqe_data_seg *sge;
+	uint32_t nsge;
+	const uint8_t *inl_data;
+	uint32_t length;
+};
+
+/*
+ * Decode a WQE the application wrote. The application may scribble on its
+ * own queue: every count is bounded by the slot, so a bad WQE can fail its
+ * own completion but never make the engine read outside the ring.
+ */
+static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
+		      struct wqe_view *v)
+{
+	const uint8_t *w = droce_sq_slot(qp, idx);
+	const struct mlx5_wqe_ctrl_seg *c = (const void *)w;
+	uint32_t ds = be32toh(c->qpn_ds) & 0x3f, used = 1;
+	uint64_t sum = 0;
+
+	v->op = (uint8_t)(be32toh(c->opmod_idx_opcode) & 0xff);
+	v->flags = c->fm_ce_se;
+	v->imm = c->imm;
+	v->inl = c->signature & DROCE_WQE_INLINE;
+	if (ds == 0 || ds * DROCE_SEG > qp->sq_stride)
+		return -1;
+	switch (v->op) {
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		break;
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+	case MLX5_OPCODE_RDMA_READ: {
+		const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
+
+		if (ds < 2)
+			return -1;
+		v->raddr = be64toh(r->raddr);
+		v->rkey = be32toh(r->rkey);
+		used = 2;
+		break;
+	}
+	default:
+		return -1;
+	}
+	if (v->inl) {
+		const struct mlx5_wqe_inl_data_seg *in =
+			(const void *)(w + DROCE_SEG * used);
+		uint32_t n = be32toh(in->byte_count) & ~MLX5_INLINE_SEG;
+
+		if (v->op == MLX5_OPCODE_RDMA_READ ||
+		    n > qp->sq_stride - DROCE_SEG * used - sizeof(*in))
+			return -1;
+		v->inl_data = (const uint8_t *)(in + 1);
+		v->length = n;
+		v->nsge = 0;
+		return 0;
+	}
+	v->sge = (const void *)(w + DROCE_SEG * used);
+	v->nsge = ds - used;
+	for (uint32_t i = 0; i < v->nsge; i++)
+		sum += be32toh(v->sge[i].byte_count);
+	if (sum > DROCE_MAX_MSG)
+		return -1;
+	v->length = (uint32_t)sum;
+	return 0;
+}
+
+/* ------------------------------------------------ scatter / gather */
+
+int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
+		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint32_t sl = be32toh(d[i].byte_count);
+		uint32_t n;
+		const uint8_t *src;
+
+		if (off >= sl) {
+			off -= sl;
+			continue;
+		}
+		n = RTE_MIN(sl - off, len);
+		src = droce_mr_translate(qp->dev, qp->pd, be32toh(d[i].lkey),
+					 be64toh(d[i].addr) + off, n, 0);
+		if (unlikely(src == NULL))
+			return ETH_SGE_PROT;
+		memcpy(dst, src, n);
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? ETH_SGE_LEN : 0;
+}
+
+int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
+		    uint32_t nsge, uint32_t off, const struct rte_mbuf *m,
+		    uint32_t moff, uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint32_t sl = be32toh(d[i].byte_count);
+		uint32_t n;
+		uint8_t *dst;
+
+		if (be32toh(d[i].lkey) == DROCE_INVALID_LKEY)
+			break;
+		if (off >= sl) {
+			off -= sl;
+			continue;
+		}
+		n = RTE_MIN(sl - off, len);
+		dst = droce_mr_translate(qp->dev, qp->pd, be32toh(d[i].lkey),
+					 be64toh(d[i].addr) + off, n,
+					 IBV_ACCESS_LOCAL_WRITE);
+		if (unlikely(dst == NULL))
+			return ETH_SGE_PROT;
+		if (unlikely(eth_mbuf_copy(m, moff, dst, n)))
+			return ETH_SGE_LEN;
+		moff += n;
+		len -= n;
+		off = 0;
+	}
+	return len ? ETH_SGE_LEN : 0;
+}
+
+/* Validate every SGE of a WQE before its first packet. */
+static bool sges_ok(struct droce_qp *qp, const struct wqe_view *v,
+		    uint32_t need)
+{
+	for (uint32_t i = 0; i < v->nsge; i++) {
+		uint32_t n = be32toh(v->sge[i].byte_count);
+
+		if (droce_mr_translate(qp->dev, qp->pd, be32toh(v->sge[i].lkey),
+				       be64toh(v->sge[i].addr), n, need) == NULL)
+			return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------ completions */
+
+void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
+{
+	const struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
+	struct droce_cqe e;
+
+	if (status == IBV_WC_SUCCESS && !(st->flags & DROCE_WQE_SIGNALED))
+		return;
+	memset(&e, 0, sizeof(e));
+	e.wr_id = qp->sq_wrid[idx & (qp->sq_cnt - 1)];
+	e.status = status;
+	switch (st->opcode) {
+	case MLX5_OPCODE_SEND:
+	case MLX5_OPCODE_SEND_IMM:
+		e.opcode = IBV_WC_SEND;
+		break;
+	case MLX5_OPCODE_RDMA_WRITE:
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		e.opcode = IBV_WC_RDMA_WRITE;
+		break;
+	case MLX5_OPCODE_RDMA_READ:
+		e.opcode = IBV_WC_RDMA_READ;
+		break;
+	default:
+		e.opcode = IBV_WC_SEND;
+		break;
+	}
+	e.byte_len = st->length;
+	e.qp_num = qp->ex.qp_base.qp_num;
+	e.timestamp = eth_now();
+	if (unlikely(!droce_cq_push(qp->scq, &e)))
+		DROCE_LOG(ERR, "QP 0x%x: send CQ overrun", e.qp_num);
+}
+
+/*
+ * A local error on WQE idx. If older WQEs are still waiting for their ACK,
+ * the error completion must not overtake them: stop sending and let the
+ * completer report it once everything before it is acknowledged.
+ */
+static void fail_current(struct droce_qp *qp, uint32_t idx, uint8_t status)
+{
+	struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
+
+	st->status = status;
+	if (idx != qp->req_acked) {
+		st->psn_first = qp->req_psn;
+		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
+		st->npkts = 0;
+		qp->req_cur = idx + 1;
+		qp->req_off = 0;
+		qp->flags |= DROCE_QPF_REQ_STALL;
+		return;
+	}
+	eth_complete_send(qp, idx, status);
+	qp->req_acked = idx + 1;
+	eth_qp_error(qp);
+}
+
+/* ---------------------------------------------------- the requester */
+
+static bool qp_resolve(struct droce_qp *qp)
+{
+	struct rte_ether_addr mac;
+	bool failed;
+
+	if (eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed)) {
+		memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
+		qp->tmpl_ready = true;
+		qp->flags &= ~DROCE_QPF_ARP_WAIT;
+		return true;
+	}
+	if (failed) {
+		qp->flags &= ~DROCE_QPF_ARP_WAIT;
+		if (qp->req_acked != __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE)) {
+			/* Start the oldest WQE's record so its CQE is complete. */
+			struct wqe_view v;
+			struct droce_swqe_state *st =
+				&qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+
+			if (wqe_decode(qp, qp->req_acked, &v) == 0) {
+				st->opcode = v.op;
+				st->length = v.length;
+			}
+			st->flags = DROCE_WQE_SIGNALED;
+			fail_current(qp, qp->req_acked, IBV_WC_RETRY_EXC_ERR);
+		}
+		return false;
+	}
+	qp->flags |= DROCE_QPF_ARP_WAIT;
+	eth_qp_timer_arm(qp->eng, qp);
+	return false;
+}
+
+static void arm_retry_timer(struct droce_qp *qp)
+{
+	uint64_t ns;
+
+	if (qp->timeout == 0 || qp->req_timer_tsc)
+		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3) */
+	ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
+	qp->req_timer_tsc = eth_now() + (uint64_t)((double)ns *
+				(double)qp->eng->tsc_hz / 1e9);
+	eth_qp_timer_arm(qp->eng, qp);
+}
+
+static uint8_t pick_opcode(uint8_t op, bool first, bool last)
+{
+	bool imm = op == MLX5_OPCODE_SEND_IMM || op == MLX5_OPCODE_RDMA_WRITE_IMM;
+
+	if (op == MLX5_OPCODE_SEND || op == MLX5_OPCODE_SEND_IMM) {
+		if (first && last)
+			return imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY;
+		if (first)
+			return ROCE_OP_SEND_FIRST;
+		if (last)
+			return imm ? ROCE_OP_SEND_LAST_IMM : ROCE_OP_SEND_LAST;
+		return ROCE_OP_SEND_MIDDLE;
+	}
+	if (first && last)
+		return imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY;
+	if (first)
+		return ROCE_OP_WRITE_FIRST;
+	if (last)
+		return imm ? ROCE_OP_WRITE_LAST_IMM : ROCE_OP_WRITE_LAST;
+	return ROCE_OP_WRITE_MIDDLE;
+}
+
+/* Send the next packet of WQE req_cur. Returns false if the QP must stop. */
+static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
+		     struct droce_swqe_state *st)
+{
+	struct roce_pkt p = qp->tmpl;
+	struct rte_mbuf *m;
+	uint8_t *pl;
+
+	if (v->op == MLX5_OPCODE_RDMA_READ) {
+		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ);
+		p.psn = qp->req_psn;
+		p.ack_req = true;
+		p.reth_va = v->raddr;
+		p.reth_rkey = v->rkey;
+		p.reth_len = v->length;
+		m = eth_build(qp, &p, 0, &pl);
+		if (unlikely(m == NULL))
+			return false;
+		eth_finish(qp->dev, m, &p);
+		qp->req_psn = roce_psn_add(qp->req_psn, st->npkts);
+		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
+		qp->req_rd_outstanding++;
+		qp->req_cur++;
+		qp->req_off = 0;
+		return true;
+	}
+	{
+		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
+		bool first = qp->req_off == 0;
+		bool last = qp->req_off + seg == v->length;
+		uint8_t rop = pick_opcode(v->op, first, last);
+
+		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, rop);
+		p.psn = qp->req_psn;
+		p.ack_req = last;
+		p.se = last && (v->flags & DROCE_WQE_SOLICITED) &&
+		       (v->op == MLX5_OPCODE_SEND || v->op == MLX5_OPCODE_SEND_IMM ||
+			v->op == MLX5_OPCODE_RDMA_WRITE_IMM);
+		if (first && (v->op == MLX5_OPCODE_RDMA_WRITE ||
+			      v->op == MLX5_OPCODE_RDMA_WRITE_IMM)) {
+			p.reth_va = v->raddr;
+			p.reth_rkey = v->rkey;
+			p.reth_len = v->length;
+		}
+		if (last)
+			p.imm = v->imm;
+		m = eth_build(qp, &p, seg, &pl);
+		if (unlikely(m == NULL))
+			return false;
+		if (v->inl) {
+			memcpy(pl, v->inl_data + qp->req_off, seg);
+		} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge,
+						   qp->req_off, pl, seg))) {
+			rte_pktmbuf_free(m);
+			fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
+			return false;
+		}
+		eth_finish(qp->dev, m, &p);
+		qp->req_psn = roce_psn_add(qp->req_psn, 1);
+		qp->req_off += seg;
+		if (last) {
+			st->psn_last = p.psn;
+			qp->req_cur++;
+			qp->req_off = 0;
+		}
+	}
+	return true;
+}
+
+void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
+{
+	uint32_t pi;
+
+	if (qp->state != IBV_QPS_RTS || qp->req_rnr_wait ||
+	    (qp->flags & (DROCE_QPF_ARP_WAIT | DROCE_QPF_REQ_STALL)))
+		return;
+	pi = __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE);
+	if (qp->req_cur == pi)
+		return;
+	if (unlikely(!qp->tmpl_ready) && !qp_resolve(qp))
+		return;
+	while (*budget && qp->req_cur != pi && qp->state == IBV_QPS_RTS &&
+	       !(qp->flags & DROCE_QPF_REQ_STALL)) {
+		uint32_t idx = qp->req_cur;
+		struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
+		struct wqe_view v;
+
+		if (roce_psn_diff(qp->req_psn, qp->req_una_psn) >= ETH_REQ_WINDOW)
+			break;
+		if (eth_tx_busy(qp->dev)) {
+			*budget = 0;	/* requeue: the port is full, not us */
+			break;
+		}
+		if (unlikely(wqe_decode(qp, idx, &v))) {
+			st->opcode = 0;
+			st->length = 0;
+			st->flags = DROCE_WQE_SIGNALED;
+			fail_current(qp, idx, IBV_WC_LOC_QP_OP_ERR);
+			return;
+		}
+		if (qp->req_off == 0) {
+			bool rd = v.op == MLX5_OPCODE_RDMA_READ;
+
+			/* IBTA 10.8.3.3: a fenced WQE waits for reads ahead. */
+			if ((v.flags & DROCE_WQE_FENCE) && qp->req_rd_outstanding)
+				break;
+			if (rd && qp->req_rd_outstanding >=
+				  RTE_MAX(qp->max_rd_atomic, (uint8_t)1))
+				break;
+			st->opcode = v.op;
+			st->flags = v.flags;
+			st->length = v.length;
+			st->status = IBV_WC_SUCCESS;
+			st->done = 0;
+			st->rcvd = 0;
+			st->psn_first = qp->req_psn;
+			st->npkts = v.length ? (v.length + qp->mtu - 1) / qp->mtu : 1;
+			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
+					IBV_ACCESS_LOCAL_WRITE : 0))) {
+				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
+				return;
+			}
+		}
+		if (!send_one(qp, &v, st))
+			break;
+		qp->cnt_tx_pkts++;
+		(*budget)--;
+	}
+	if (qp->req_una_psn != qp->req_psn)
+		arm_retry_timer(qp);
+}
+
+/* Go back to `psn` (IBTA 9.9.2.1 go-back-N) and resend from there. */
+void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t w = qp->req_acked, rd = 0;
+
+	while (w != qp->req_cur) {
+		struct droce_swqe_state *st = &qp->sq_state[w & (qp->sq_cnt - 1)];
+
+		if (roce_psn_diff(psn, st->psn_last) <= 0)
+			break;
+		if (st->opcode == MLX5_OPCODE_RDMA_READ && !st->done)
+			rd++;
+		w++;
+	}
+	if (w == qp->req_cur && qp->req_off == 0 &&
+	    roce_psn_diff(psn, qp->req_psn) >= 0)
+		return;	/* nothing of that is outstanding */
+	if (w != qp->req_cur || qp->req_off) {
+		struct droce_swqe_state *st = &qp->sq_state[w & (qp->sq_cnt - 1)];
+		int32_t d = roce_psn_diff(psn, st->psn_first);
+
+		qp->req_cur = w;
+		if (st->opcode == MLX5_OPCODE_RDMA_READ || d <= 0) {
+			/* A READ is re-requested whole: its data lands again. */
+			qp->req_off = 0;
+			qp->req_psn = st->psn_first;
+		} else {
+			qp->req_off = (uint32_t)d * qp->mtu;
+			qp->req_psn = psn;
+		}
+	}
+	qp->req_rd_outstanding = rd;
+	qp->cnt_retrans++;
+	qp->dev->st.retransmits++;
+	eth_qp_activate(qp->eng, qp);
+}
+
+void eth_req_timer(struct droce_qp *qp, uint64_t now)
+{
+	if (qp->flags & DROCE_QPF_ARP_WAIT) {
+		if (qp_resolve(qp))
+			eth_qp_activate(qp->eng, qp);
+		return;
+	}
+	if (qp->req_timer_tsc == 0 || now < qp->req_timer_tsc)
+		return;
+	qp->req_timer_tsc = 0;
+	if (qp->state != IBV_QPS_RTS)
+		return;
+	if (qp->req_rnr_wait) {
+		qp->req_rnr_wait = false;
+		eth_req_retransmit(qp, qp->req_una_psn);
+		return;
+	}
+	if (qp->req_una_psn == qp->req_psn)
+		return;	/* everything was acknowledged meanwhile */
+	if (qp->req_retries >= qp->retry_cnt) {
+		DROCE_LOG(ERR, "QP 0x%x: no response from QP 0x%x after %u retries",
+			  qp->ex.qp_base.qp_num, qp->dest_qpn, qp->retry_cnt);
+		fail_current(qp, qp->req_acked, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->req_retries++;
+	eth_req_retransmit(qp, qp->req_una_psn);
+	arm_retry_timer(qp);
+}
+
+/* ------------------------------------------------------ error paths */
+
+static void flush_rq(struct droce_qp *qp)
+{
+	uint32_t pi = __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE);
+	uint32_t ci = qp->rq_ci;
+
+	for (; ci != pi; ci++) {
+		struct droce_cqe e;
+
+		memset(&e, 0, sizeof(e));
+		e.wr_id = qp->rq_wrid[ci & (qp->rq_cnt - 1)];
+		e.status = IBV_WC_WR_FLUSH_ERR;
+		e.opcode = IBV_WC_RECV;
+		e.qp_num = qp->ex.qp_base.qp_num;
+		e.timestamp = eth_now();
+		if (!droce_cq_push(qp->rcq, &e))
+			break;
+	}
+	__atomic_store_n(&qp->rq_ci, ci, __ATOMIC_RELEASE);
+}
+
+void eth_qp_flush(struct droce_qp *qp)
+{
+	uint32_t pi = __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE);
+	uint32_t i = qp->req_acked;
+
+	for (; i != pi; i++) {
+		struct droce_swqe_state *st = &qp->sq_state[i & (qp->sq_cnt - 1)];
+		struct wqe_view v;
+
+		if (wqe_decode(qp, i, &v) == 0) {
+			st->opcode = v.op;
+			st->length = v.length;
+		}
+		if (qp->scq->pi - __atomic_load_n(&qp->scq->ci_db, __ATOMIC_ACQUIRE) >=
+		    qp->scq->size)
+			break;
+		eth_complete_send(qp, i, IBV_WC_WR_FLUSH_ERR);
+	}
+	qp->req_acked = qp->req_cur = i;
+	qp->req_off = 0;
+	qp->req_timer_tsc = 0;
+	qp->req_rnr_wait = false;
+	qp->req_rd_outstanding = 0;
+	__atomic_store_n(&qp->sq_ci, i, __ATOMIC_RELEASE);
+	qp->rd_head = qp->rd_tail = 0;
+	flush_rq(qp);
+}
+
+void eth_qp_error(struct droce_qp *qp)
+{
+	if (qp->state == IBV_QPS_ERR)
+		return;
+	__atomic_store_n(&qp->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->ex.qp_base.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	eth_qp_flush(qp);
+}
+
+void eth_qp_reset(struct droce_qp *qp)
+{
+	qp->flags = 0;
+	qp->req_next = qp->req_cur = qp->req_acked = 0;
+	qp->req_off = 0;
+	qp->req_timer_tsc = 0;
+	qp->req_retries = qp->req_rnr_retries = 0;
+	qp->req_rnr_wait = false;
+	qp->req_rd_outstanding = 0;
+	qp->resp_in_send = qp->resp_in_write = false;
+	qp->resp_recv_off = 0;
+	qp->resp_recv_err = false;
+	qp->rd_head = qp->rd_tail = 0;
+	qp->tmpl_ready = false;
+	/* IBTA 10.3.1: RESET empties both queues without completions. */
+	qp->sq_pi_app = 0;
+	qp->rq_pi_app = 0;
+	__atomic_store_n(&qp->sq_db, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->rq_db, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->sq_ci, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->rq_ci, 0, __ATOMIC_RELEASE);
+}

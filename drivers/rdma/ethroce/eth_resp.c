@@ -1,1 +1,392 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Responder: executes requests in PSN order and answers them. A state
+ * machine over (expected PSN, "inside a SEND", "inside a WRITE"); every
+ * check fails into one NAK class (IBTA 9.7.5.2):
+ *
+ *   PSN ahead of expected               -> NAK PSN sequence error (once)
+ *   PSN behind expected                 -> duplicate: ACK again (READ: redo)
+ *   opcode out of sequence, bad length,
+ *   receive buffer too small            -> NAK invalid request   (QP error)
+ *   bad R_Key, bounds, rights           -> NAK remote access     (QP error)
+ *   bad local receive SGE               -> NAK remote operation  (QP error)
+ *   no receive WQE for a SEND           -> RNR NAK
+ *
+ * ACKs are coalesced: a QP owing one is put on the active list and sends a
+ * single ACK for everything received in the burst, after any READ
+ * responses owed before it (responses leave in PSN order).
+ */
+#include <string.h>
+#include <endian.h>
+
+#include "eth_int.h"
+
+/* Queue an ACK/NAK; a NAK is never replaced by a later ACK. */
+static void owe_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	if ((qp->flags & DROCE_QPF_ACK_PENDING) &&
+	    (qp->resp_ack_syndrome & ROCE_AETH_CLASS_MASK) != ROCE_AETH_ACK &&
+	    (syndrome & ROCE_AETH_CLASS_MASK) == ROCE_AETH_ACK)
+		return;
+	qp->resp_ack_syndrome = syndrome;
+	qp->resp_ack_psn = psn;
+	qp->flags |= DROCE_QPF_ACK_PENDING;
+	eth_qp_activate(qp->eng, qp);
+}
+
+static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
+			  uint32_t len, bool has_imm, uint32_t imm)
+{
+	uint32_t ci = qp->rq_ci;
+	struct droce_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = qp->rq_wrid[ci & (qp->rq_cnt - 1)];
+	e.status = status;
+	e.opcode = opcode;
+	e.byte_len = len;
+	e.qp_num = qp->ex.qp_base.qp_num;
+	e.src_qp = qp->dest_qpn;
+	if (has_imm) {
+		e.wc_flags = IBV_WC_WITH_IMM;
+		e.imm_data = imm;
+	}
+	e.timestamp = eth_now();
+	if (unlikely(!droce_cq_push(qp->rcq, &e)))
+		DROCE_LOG(ERR, "QP 0x%x: receive CQ overrun", e.qp_num);
+	__atomic_store_n(&qp->rq_ci, ci + 1, __ATOMIC_RELEASE);
+}
+
+/* Fatal responder error: NAK, complete the receive in error, QP error. */
+static void resp_fail(struct droce_qp *qp, uint32_t psn, uint8_t nak,
+		      uint8_t recv_status)
+{
+	if (recv_status != IBV_WC_SUCCESS &&
+	    qp->rq_ci != __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE))
+		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
+	eth_send_ack(qp, ROCE_AETH_NAK | nak, psn);
+	qp->flags &= ~DROCE_QPF_ACK_PENDING;
+	eth_qp_error(qp);
+}
+
+static inline bool have_recv(struct droce_qp *qp)
+{
+	return qp->rq_ci != __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE);
+}
+
+static void rnr_nak(struct droce_qp *qp, uint32_t psn)
+{
+	/* Sent at once; the requester resends from psn after the timer. */
+	eth_send_ack(qp, ROCE_AETH_RNR_NAK | (qp->min_rnr_timer & 0x1f), psn);
+}
+
+/* ------------------------------------------------------------- SEND */
+
+static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
+		    const struct rte_mbuf *m, uint32_t flags)
+{
+	const struct mlx5_wqe_data_seg *d;
+	int ret;
+
+	if (flags & ROCE_OPF_FIRST) {
+		if (!have_recv(qp)) {
+			rnr_nak(qp, p->psn);
+			return false;
+		}
+		qp->resp_recv_off = 0;
+	}
+	d = droce_rq_slot(qp, qp->rq_ci);
+	ret = eth_sge_scatter(qp, d, qp->rq_max_sge, qp->resp_recv_off, m,
+			      p->payload_off, p->payload_len);
+	if (ret == ETH_SGE_LEN) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, IBV_WC_LOC_LEN_ERR);
+		return false;
+	}
+	if (ret) {
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_OP, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	qp->resp_recv_off += p->payload_len;
+	qp->resp_in_send = !(flags & ROCE_OPF_LAST);
+	if (flags & ROCE_OPF_LAST) {
+		recv_complete(qp, IBV_WC_RECV, IBV_WC_SUCCESS, qp->resp_recv_off,
+			      flags & ROCE_OPF_IMMDT, p->imm);
+		qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ WRITE */
+
+static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
+		     const struct rte_mbuf *m, uint32_t flags)
+{
+	if (flags & ROCE_OPF_FIRST) {
+		uint8_t *dst = NULL;
+
+		if (!(qp->access & IBV_ACCESS_REMOTE_WRITE)) {
+			resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+			return false;
+		}
+		/* C9-88: a zero-length WRITE carries an R_Key nobody checks. */
+		if (p->reth_len) {
+			dst = droce_mr_translate(qp->dev, qp->pd, p->reth_rkey,
+						 p->reth_va, p->reth_len,
+						 IBV_ACCESS_REMOTE_WRITE);
+			if (dst == NULL) {
+				resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+				return false;
+			}
+		}
+		/* An ONLY must carry exactly its DMA length; FIRST a full MTU
+		 * of a longer one. */
+		if ((flags & ROCE_OPF_LAST) ? p->payload_len != p->reth_len :
+		    p->reth_len <= qp->mtu) {
+			resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+			return false;
+		}
+		qp->resp_write_ptr = dst;
+		qp->resp_write_left = p->reth_len;
+		qp->resp_write_len = p->reth_len;
+	}
+	if (p->payload_len > qp->resp_write_left ||
+	    ((flags & ROCE_OPF_LAST) && p->payload_len != qp->resp_write_left)) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return false;
+	}
+	/* WRITE with immediate consumes a receive: check before writing. */
+	if ((flags & ROCE_OPF_IMMDT) && !have_recv(qp)) {
+		rnr_nak(qp, p->psn);
+		return false;
+	}
+	if (p->payload_len &&
+	    eth_mbuf_copy(m, p->payload_off, qp->resp_write_ptr, p->payload_len)) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return false;
+	}
+	qp->resp_write_ptr += p->payload_len;
+	qp->resp_write_left -= p->payload_len;
+	qp->resp_in_write = !(flags & ROCE_OPF_LAST);
+	if (flags & ROCE_OPF_LAST) {
+		if (flags & ROCE_OPF_IMMDT)
+			recv_complete(qp, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS,
+				      qp->resp_write_len, true, p->imm);
+		qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------- READ */
+
+static uint32_t read_npkts(const struct droce_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
+}
+
+static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
+{
+	struct droce_read_job *j;
+	uint8_t *src = NULL;
+	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
+
+	if (!(qp->access & IBV_ACCESS_REMOTE_READ)) {
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+		return false;
+	}
+	if (p->reth_len) {
+		src = droce_mr_translate(qp->dev, qp->pd, p->reth_rkey, p->reth_va,
+					 p->reth_len, IBV_ACCESS_REMOTE_READ);
+		if (src == NULL) {
+			resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+			return false;
+		}
+	}
+	/* C9-?: more reads in flight than max_dest_rd_atomic allows. */
+	if (qp->rd_tail - qp->rd_head >= limit) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return false;
+	}
+	j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+	j->host = src;
+	j->len = p->reth_len;
+	j->sent = 0;
+	j->psn = p->psn;
+	j->psn_first = p->psn;
+	j->npkts = read_npkts(qp, p->reth_len);
+	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	j->msn = qp->resp_msn;
+	qp->rd_tail++;
+	eth_qp_activate(qp->eng, qp);
+	return true;
+}
+
+/* Send up to *budget READ response packets, then an owed ACK. */
+void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
+{
+	while (*budget && qp->rd_head != qp->rd_tail) {
+		struct droce_read_job *j =
+			&qp->rd_jobs[qp->rd_head & (DROCE_READ_JOBS - 1)];
+		uint32_t seg = RTE_MIN(qp->mtu, j->len - j->sent);
+		bool first = j->sent == 0, last = j->sent + seg == j->len;
+		struct roce_pkt p = qp->tmpl;
+		struct rte_mbuf *m;
+		uint8_t *pl;
+
+		if (unlikely(!qp->tmpl_ready)) {
+			struct rte_ether_addr mac;
+			bool failed;
+
+			if (!eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed))
+				return;	/* the requester's MAC arrives with its packets */
+			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
+			qp->tmpl_ready = true;
+			p = qp->tmpl;
+		}
+		if (eth_tx_busy(qp->dev)) {
+			*budget = 0;
+			return;
+		}
+		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
+			first && last ? ROCE_OP_READ_RESP_ONLY :
+			first ? ROCE_OP_READ_RESP_FIRST :
+			last ? ROCE_OP_READ_RESP_LAST : ROCE_OP_READ_RESP_MIDDLE);
+		p.psn = j->psn;
+		p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+		p.aeth_msn = j->msn;
+		m = eth_build(qp, &p, seg, &pl);
+		if (unlikely(m == NULL))
+			return;
+		if (seg)
+			memcpy(pl, j->host + j->sent, seg);
+		eth_finish(qp->dev, m, &p);
+		j->sent += seg;
+		j->psn = roce_psn_add(j->psn, 1);
+		qp->cnt_tx_pkts++;
+		(*budget)--;
+		if (last)
+			qp->rd_head++;
+	}
+	if ((qp->flags & DROCE_QPF_ACK_PENDING) && qp->rd_head == qp->rd_tail &&
+	    *budget) {
+		if (unlikely(!qp->tmpl_ready)) {
+			struct rte_ether_addr mac;
+			bool failed;
+
+			if (!eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed))
+				return;
+			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
+			qp->tmpl_ready = true;
+		}
+		qp->flags &= ~DROCE_QPF_ACK_PENDING;
+		eth_send_ack(qp, qp->resp_ack_syndrome, qp->resp_ack_psn);
+		(*budget)--;
+	}
+}
+
+/* -------------------------------------------------------- dispatch */
+
+static bool opcode_in_sequence(const struct droce_qp *qp, uint8_t op)
+{
+	bool send_cont = op == ROCE_OP_SEND_MIDDLE || op == ROCE_OP_SEND_LAST ||
+			 op == ROCE_OP_SEND_LAST_IMM || op == ROCE_OP_SEND_LAST_INV;
+	bool write_cont = op == ROCE_OP_WRITE_MIDDLE || op == ROCE_OP_WRITE_LAST ||
+			  op == ROCE_OP_WRITE_LAST_IMM;
+
+	/* IBTA 9.7.5.1.1 / C9-?: MIDDLE and LAST only inside their message,
+	 * and a new message only after the previous one ended. */
+	if (qp->resp_in_send)
+		return send_cont;
+	if (qp->resp_in_write)
+		return write_cont;
+	return !send_cont && !write_cont;
+}
+
+void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
+		 const struct rte_mbuf *m)
+{
+	uint8_t op = p->opcode & 0x1f;
+	uint32_t flags = roce_opcode_info(p->opcode)->flags;
+	int32_t d;
+
+	/* Requests are taken from RTR on (IBTA 10.3.1); not in error. */
+	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
+		return;
+	d = roce_psn_diff(p->psn, qp->resp_epsn);
+	if (d > 0) {
+		/* A gap: NAK once per expected PSN, drop until it arrives. */
+		qp->cnt_seq_err++;
+		qp->dev->st.rx_seq_err++;
+		if (!(qp->flags & DROCE_QPF_NAK_SENT)) {
+			qp->flags |= DROCE_QPF_NAK_SENT;
+			owe_ack(qp, ROCE_AETH_NAK | ROCE_NAK_PSN_SEQ_ERR,
+				qp->resp_epsn);
+		}
+		return;
+	}
+	if (d < 0) {
+		/* Duplicate (IBTA 9.7.5.1.2): acknowledge, never re-execute a
+		 * SEND or WRITE. A duplicate READ is answered again. */
+		qp->cnt_dup++;
+		qp->dev->st.rx_dup++;
+		if (op == ROCE_OP_READ_REQ) {
+			struct droce_read_job *j;
+			uint8_t *src = NULL;
+
+			if (qp->rd_tail - qp->rd_head >= DROCE_READ_JOBS)
+				return;
+			if (p->reth_len) {
+				src = droce_mr_translate(qp->dev, qp->pd,
+						p->reth_rkey, p->reth_va,
+						p->reth_len, IBV_ACCESS_REMOTE_READ);
+				if (src == NULL)
+					return;
+			}
+			j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+			j->host = src;
+			j->len = p->reth_len;
+			j->sent = 0;
+			j->psn = p->psn;
+			j->psn_first = p->psn;
+			j->npkts = read_npkts(qp, p->reth_len);
+			j->msn = qp->resp_msn;
+			qp->rd_tail++;
+			eth_qp_activate(qp->eng, qp);
+			return;
+		}
+		owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			roce_psn_add(qp->resp_epsn, ROCE_PSN_MASK));
+		return;
+	}
+	qp->flags &= ~DROCE_QPF_NAK_SENT;
+	if (!opcode_in_sequence(qp, op)) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return;
+	}
+	/* FIRST and MIDDLE carry exactly a path MTU, LAST and ONLY at most
+	 * one (IBTA 9.7.5.1.3; a violation is an invalid request). */
+	if (p->payload_len > qp->mtu ||
+	    (!(flags & ROCE_OPF_LAST) && (flags & ROCE_OPF_PAYLOAD) &&
+	     p->payload_len != qp->mtu)) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return;
+	}
+	if (flags & ROCE_OPF_SEND) {
+		if (!do_send(qp, p, m, flags))
+			return;
+	} else if (flags & ROCE_OPF_WRITE) {
+		if (!do_write(qp, p, m, flags))
+			return;
+	} else if (op == ROCE_OP_READ_REQ) {
+		if (!do_read(qp, p))
+			return;
+		qp->resp_epsn = roce_psn_add(qp->resp_epsn,
+					     read_npkts(qp, p->reth_len));
+		return;	/* the responses acknowledge it */
+	} else {
+		/* Atomics come with the reliability work. */
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return;
+	}
+	qp->resp_epsn = roce_psn_add(p->psn, 1);
+	owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
+}

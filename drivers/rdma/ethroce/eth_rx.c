@@ -1,1 +1,153 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Receive: one burst from the port, each frame classified (ARP, RoCEv2,
+ * other), parsed by lib/roce, its ICRC verified (across mbuf segments), and
+ * handed to the responder (requests) or the completer (responses) of its QP.
+ * Whatever fails a check is dropped and counted; nothing here trusts a byte
+ * of the frame before roce_parse has bounded it.
+ */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "eth_int.h"
+
+int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
+		  uint32_t len)
+{
+	uint8_t *d = dst;
+
+	if (unlikely((uint64_t)off + len > m->pkt_len))
+		return -1;
+	while (m && off >= m->data_len) {
+		off -= m->data_len;
+		m = m->next;
+	}
+	while (len && m) {
+		uint32_t n = RTE_MIN(len, (uint32_t)m->data_len - off);
+
+		memcpy(d, rte_pktmbuf_mtod_offset(m, uint8_t *, off), n);
+		d += n;
+		len -= n;
+		off = 0;
+		m = m->next;
+	}
+	return len ? -1 : 0;
+}
+
+/* CRC over [off, off+len) of a segmented frame. */
+static uint32_t mbuf_crc(uint32_t crc, const struct rte_mbuf *m, uint32_t off,
+			 uint32_t len)
+{
+	while (m && off >= m->data_len) {
+		off -= m->data_len;
+		m = m->next;
+	}
+	while (len && m) {
+		uint32_t n = RTE_MIN(len, (uint32_t)m->data_len - off);
+
+		crc = roce_crc32(crc, rte_pktmbuf_mtod_offset(m, uint8_t *, off), n);
+		len -= n;
+		off = 0;
+		m = m->next;
+	}
+	return crc;
+}
+
+static bool icrc_ok(const struct rte_mbuf *m, const uint8_t *frame,
+		    const struct roce_pkt *p)
+{
+	uint32_t got, want, body;
+	uint8_t tail[ROCE_ICRC_LEN];
+
+	if (m->nb_segs == 1)
+		return roce_icrc_frame(frame, p) == roce_icrc_load(frame +
+							p->frame_len - ROCE_ICRC_LEN);
+	/* Headers are contiguous (roce_parse checked); the rest may not be. */
+	want = roce_icrc_hdrs(frame + p->l3_off, p->payload_off - p->l3_off,
+			      p->ipv6);
+	body = p->frame_len - ROCE_ICRC_LEN - p->payload_off;
+	want = roce_icrc_final(mbuf_crc(want, m, p->payload_off, body));
+	if (eth_mbuf_copy(m, p->frame_len - ROCE_ICRC_LEN, tail, sizeof(tail)))
+		return false;
+	got = roce_icrc_load(tail);
+	return got == want;
+}
+
+static void rx_one(struct droce_engine *eng, struct droce_dev *dev,
+		   struct rte_mbuf *m)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct roce_opcode_info *oi;
+	struct droce_qp *qp;
+	struct roce_pkt p;
+	int ret;
+
+	if (m->data_len >= ROCE_ETH_HLEN) {
+		const struct rte_ether_hdr *eh = (const void *)frame;
+
+		if (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+			eth_arp_rx(dev, m);
+			return;
+		}
+	}
+	ret = roce_parse(frame, m->data_len, m->pkt_len, &p);
+	if (ret == ROCE_ERR_NOT_ROCE) {
+		dev->st.rx_not_roce++;
+		return;
+	}
+	if (unlikely(ret != ROCE_OK)) {
+		dev->st.rx_malformed++;
+		return;
+	}
+	if (unlikely(p.ipv6 || memcmp(p.dst_ip, &dev->args.ip, 4) != 0)) {
+		dev->st.rx_not_roce++;	/* not addressed to this port */
+		return;
+	}
+	if (unlikely(!icrc_ok(m, frame, &p))) {
+		dev->st.rx_icrc_err++;
+		return;
+	}
+	dev->st.rx_pkts++;
+	dev->st.rx_bytes += m->pkt_len;
+	qp = droce_qp_lookup(dev, p.dest_qp);
+	if (unlikely(qp == NULL || qp->state == IBV_QPS_RESET)) {
+		dev->st.rx_no_qp++;
+		return;
+	}
+	/* A QP still waiting for its peer's MAC learns it from the peer. */
+	if (unlikely(!qp->tmpl_ready)) {
+		uint32_t sip;
+
+		memcpy(&sip, p.src_ip, 4);
+		if (sip == qp->dst_ip)
+			eth_neigh_learn(eng, dev, sip,
+					(const struct rte_ether_addr *)p.src_mac);
+	}
+	oi = roce_opcode_info(p.opcode);
+	/* RC QPs take RC opcodes only (IBTA 9.6.1.1 C9-...: wrong transport). */
+	if (unlikely((p.opcode & 0xe0) != ROCE_TRANSPORT_RC)) {
+		dev->st.rx_malformed++;
+		return;
+	}
+	qp->cnt_rx_pkts++;
+	if (oi->flags & ROCE_OPF_REQ)
+		eth_resp_rx(qp, &p, m);
+	else if (oi->flags & ROCE_OPF_RESP)
+		eth_comp_rx(qp, &p, m);
+	else
+		dev->st.rx_malformed++;
+}
+
+int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
+{
+	uint16_t n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
+
+	for (uint16_t i = 0; i < n; i++) {
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + 1], void *));
+		rx_one(eng, dev, eng->rx[i]);
+		rte_pktmbuf_free(eng->rx[i]);
+	}
+	return n;
+}

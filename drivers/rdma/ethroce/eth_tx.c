@@ -1,1 +1,105 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Transmit: building a frame from a QP's header template, the ICRC, and a
+ * per-device queue in front of rte_eth_tx_burst that keeps what the port
+ * could not take (the link is treated as lossless: nothing is dropped here
+ * unless the queue itself overflows, which back-pressure prevents).
+ */
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "eth_int.h"
+
+struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
+			   uint32_t payload_len, uint8_t **payload)
+{
+	struct droce_dev *dev = qp->dev;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dev->pool);
+	uint8_t *buf;
+	uint32_t hlen, pad;
+
+	if (unlikely(m == NULL))
+		return NULL;
+	pad = (4 - (payload_len & 3)) & 3;
+	p->payload_len = payload_len;
+	p->pad = (uint8_t)pad;
+	p->ip_id = dev->ip_id++;
+	buf = rte_pktmbuf_mtod(m, uint8_t *);
+	hlen = roce_build_hdrs(buf, p);
+	if (unlikely(hlen + payload_len + pad + ROCE_ICRC_LEN >
+		     rte_pktmbuf_tailroom(m))) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	m->data_len = (uint16_t)(hlen + payload_len + pad + ROCE_ICRC_LEN);
+	m->pkt_len = m->data_len;
+	*payload = buf + hlen;
+	return m;
+}
+
+void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
+		const struct roce_pkt *p)
+{
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *end = buf + m->data_len - ROCE_ICRC_LEN;
+
+	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
+	memset(end - p->pad, 0, p->pad);
+	roce_icrc_store(end, roce_icrc_frame(buf, p));
+	eth_tx_enqueue(dev, m);
+}
+
+void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
+{
+	if (unlikely(dev->txq_len >= dev->txq_cap)) {
+		/* Only reachable if back-pressure was ignored: count it. */
+		dev->st.tx_full++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	dev->txq[dev->txq_len++] = m;
+	dev->st.tx_pkts++;
+	dev->st.tx_bytes += m->pkt_len;
+}
+
+int eth_tx_flush(struct droce_dev *dev)
+{
+	uint32_t sent = 0;
+
+	while (sent < dev->txq_len) {
+		uint16_t want = (uint16_t)RTE_MIN(dev->txq_len - sent, 64u);
+		uint16_t n = rte_eth_tx_burst(dev->port_id, 0, dev->txq + sent, want);
+
+		sent += n;
+		if (n < want) {
+			dev->st.tx_full++;
+			break;
+		}
+	}
+	if (sent && sent < dev->txq_len)
+		memmove(dev->txq, dev->txq + sent,
+			(dev->txq_len - sent) * sizeof(*dev->txq));
+	dev->txq_len -= sent;
+	return (int)sent;
+}
+
+void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	struct roce_pkt p = qp->tmpl;
+	struct rte_mbuf *m;
+	uint8_t *pl;
+
+	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK);
+	p.psn = psn;
+	p.aeth_syndrome = syndrome;
+	p.aeth_msn = qp->resp_msn & ROCE_PSN_MASK;
+	m = eth_build(qp, &p, 0, &pl);
+	if (unlikely(m == NULL))
+		return;	/* the requester's timer recovers a lost ACK */
+	if ((syndrome & ROCE_AETH_CLASS_MASK) == ROCE_AETH_ACK)
+		qp->dev->st.tx_acks++;
+	else
+		qp->dev->st.tx_naks++;
+	eth_finish(qp->dev, m, &p);
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ethroce: the engine that speaks RoCEv2 on a DPDK ethdev port.
+ * One engine per lcore (plus one "app" engine driven from verbs calls);
+ * an engine serves one or more devices and owns all their QPs.
+ */
+#ifndef ETH_INT_H
+#define ETH_INT_H
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "droce_int.h"
+
+#define ETH_RX_BURST		32
+#define ETH_DB_BURST		64
+#define ETH_QP_BUDGET		32	/* packets per QP per activation */
+#define ETH_TXQ_CAP		4096
+#define ETH_TXQ_HIGH		512	/* stop generating new work above this */
+#define ETH_REQ_WINDOW		1024	/* unacknowledged PSNs per QP */
+#define ETH_TIMER_PERIOD_US	50
+#define ETH_ARP_RETRY_MS	100
+
+struct droce_engine {
+	int lcore;			/* -1: app engine */
+	struct droce_dev *devs[DROCE_MAX_DEVS];
+	uint32_t nb_devs;		/* published with release */
+	struct rte_ring *db_ring;	/* QPNs | dev index << 24 whose doorbell rang */
+	/* active list: QPs with something to transmit (FIFO) */
+	struct droce_qp *active_head;
+	struct droce_qp *active_tail;
+	/* QPs with an armed timer or waiting for ARP */
+	struct droce_qp *timer_head;
+	uint64_t next_timer_tsc;
+	uint64_t timer_period;
+	uint64_t tsc_hz;
+	/* control */
+	volatile bool stop;
+	bool launched;
+	rte_spinlock_t exec_lock;	/* one control-path caller at a time */
+	void (*volatile exec_fn)(void *);
+	void *volatile exec_arg;
+	volatile uint32_t exec_req;
+	volatile uint32_t exec_done;
+	rte_spinlock_t app_lock;	/* app engine: one driving thread */
+	uint32_t idle_us;
+	/* load */
+	uint64_t loops;
+	uint64_t busy_loops;
+	struct rte_mbuf *rx[ETH_RX_BURST];
+};
+
+/* eth_engine.c */
+void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp);
+void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp);
+int eth_engine_iter(struct droce_engine *eng);
+int eth_engine_attach(struct droce_dev *dev);
+void eth_engine_detach(struct droce_dev *dev);
+
+/* eth_port.c */
+int eth_port_setup(struct droce_dev *dev);
+void eth_port_close(struct droce_dev *dev);
+
+/* eth_tx.c */
+struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
+			   uint32_t payload_len, uint8_t **payload);
+void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
+		const struct roce_pkt *p);
+void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m);
+int eth_tx_flush(struct droce_dev *dev);
+void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);
+static inline bool eth_tx_busy(const struct droce_dev *dev)
+{
+	return dev->txq_len >= ETH_TXQ_HIGH;
+}
+
+/* eth_rx.c */
+int eth_rx(struct droce_engine *eng, struct droce_dev *dev);
+int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
+		  uint32_t len);
+
+/* eth_arp.c */
+void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m);
+bool eth_neigh_resolve(struct droce_dev *dev, uint32_t ip,
+		       struct rte_ether_addr *mac, bool *failed);
+void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
+		     uint32_t ip, const struct rte_ether_addr *mac);
+void eth_arp_timer(struct droce_dev *dev, uint64_t now);
+
+/* eth_req.c: requester */
+void eth_req_progress(struct droce_qp *qp, uint32_t *budget);
+void eth_req_timer(struct droce_qp *qp, uint64_t now);
+void eth_req_retransmit(struct droce_qp *qp, uint32_t psn);
+void eth_qp_flush(struct droce_qp *qp);
+void eth_qp_error(struct droce_qp *qp);
+void eth_qp_reset(struct droce_qp *qp);
+
+/* eth_resp.c: responder */
+void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
+		 const struct rte_mbuf *m);
+void eth_resp_progress(struct droce_qp *qp, uint32_t *budget);
+
+/* eth_comp.c: completer */
+void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
+		 const struct rte_mbuf *m);
+void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
+
+/* Scatter/gather between mlx5 data segments (big-endian) and packets. */
+int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
+		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
+int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
+		    uint32_t nsge, uint32_t off, const struct rte_mbuf *m,
+		    uint32_t moff, uint32_t len);
+
+/* Error codes of gather/scatter. */
+#define ETH_SGE_PROT	-1	/* bad key, PD, bounds or rights */
+#define ETH_SGE_LEN	-2	/* the data does not fit */
+
+static inline uint64_t eth_now(void)
+{
+	return rte_rdtsc();
+}
+
+#endif /* ETH_INT_H */

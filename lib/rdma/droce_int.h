@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Internal objects shared by the verbs layer (lib/rdma) and the engine
+ * (drivers/rdma/ethroce). Application-visible rdma-core structs come first in
+ * each object so that the pointers we hand out are rdma-core's own types.
+ *
+ * Ownership rules (see doc/architecture.md):
+ *  - SQ/RQ rings: the application writes WQEs and the producer index
+ *    (doorbell record); the engine reads them and writes the consumer index.
+ *  - CQ rings: the engine writes CQEs and flips the owner bit; the
+ *    application reads them and writes the consumer index.
+ *  - Everything under "engine-owned" is touched by the owning engine only.
+ */
+#ifndef DROCE_INT_H
+#define DROCE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <infiniband/verbs.h>
+#include <infiniband/mlx5dv.h>
+#include <rte_common.h>
+#include <rte_ether.h>
+#include <rte_log.h>
+#include <rte_spinlock.h>
+
+#include "droce.h"
+#include "roce.h"
+
+extern int droce_logtype;
+#define DROCE_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, droce_logtype, "droce: " fmt "\n", ##__VA_ARGS__)
+
+/* Device limits (reported by ibv_query_device). */
+#define DROCE_MAX_QP		16384
+#define DROCE_MAX_MR		65536
+#define DROCE_MAX_CQ		16384
+#define DROCE_MAX_PD		65536
+#define DROCE_MAX_QP_WR		16384
+#define DROCE_MAX_CQE		(1 << 20)
+#define DROCE_MAX_SGE		16
+#define DROCE_MAX_INLINE	512
+#define DROCE_MAX_RD_ATOMIC	16
+#define DROCE_MAX_MSG		(1u << 31)
+#define DROCE_QPN_BASE		0x11	/* QPN 0/1 are special; rxe starts at 0x11 too */
+#define DROCE_MAX_DEVS		16
+#define DROCE_NB_NEIGH		64
+#define DROCE_INVALID_LKEY	0x100	/* terminates a short receive SGE list (mlx5) */
+
+struct droce_dev;
+struct droce_engine;
+struct droce_qp;
+
+/* ---------------------------------------------------------------- rings */
+
+/* 64-byte completion entry. owner is written last (release). */
+struct droce_cqe {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm_data;		/* network order, or invalidated rkey */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint8_t opcode;			/* enum ibv_wc_opcode */
+	uint8_t status;			/* enum ibv_wc_status */
+	uint8_t wc_flags;		/* IBV_WC_* flags (all fit in 8 bits) */
+	uint8_t sl;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint32_t vendor_err;
+	uint8_t dlid_path_bits;
+	uint8_t rsvd0[3];
+	uint64_t timestamp;		/* engine TSC at completion */
+	uint8_t rsvd1[15];
+	uint8_t owner;
+};
+_Static_assert(sizeof(struct droce_cqe) == 64, "CQE is 64 bytes");
+
+/* Send WQE: fixed stride of whole 64-byte basic blocks, mlx5 segments. */
+#define DROCE_BB		64
+#define DROCE_SEG		16
+/* ctrl.fm_ce_se */
+#define DROCE_WQE_SIGNALED	MLX5_WQE_CTRL_CQ_UPDATE
+#define DROCE_WQE_SOLICITED	MLX5_WQE_CTRL_SOLICITED
+#define DROCE_WQE_FENCE		MLX5_WQE_CTRL_FENCE
+/* ctrl.signature is unused by droce: it carries extra WQE flags. */
+#define DROCE_WQE_INLINE	0x01
+
+/* ------------------------------------------------------------- objects */
+
+struct droce_pd {
+	struct ibv_pd ibv;
+	uint32_t refcnt;		/* MRs and QPs on it */
+};
+
+struct droce_mr {
+	struct ibv_mr ibv;
+	struct droce_pd *pd;
+	uint8_t *host;			/* application address of iova */
+	uint64_t iova;
+	uint64_t len;
+	uint32_t access;		/* IBV_ACCESS_* */
+	uint32_t key;
+	bool valid;
+};
+
+struct droce_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+	struct droce_dev *dev;
+	struct droce_cqe *ring;
+	uint32_t size;			/* power of two */
+	uint32_t log_size;
+	uint64_t wc_flags;		/* requested extended fields */
+	bool ex;
+	uint32_t refcnt;		/* QPs using it */
+	/* application side */
+	uint32_t ci;
+	struct droce_cqe *cur;		/* ibv_start_poll cursor */
+	rte_spinlock_t lock;		/* multiple pollers of one CQ (verbs allows it) */
+	/* shared: the application's consumer index, read by the engine */
+	volatile uint32_t ci_db;
+	/* engine-owned */
+	uint32_t pi __rte_cache_aligned;
+	bool overrun;
+};
+
+static inline struct droce_cq *droce_cq_of(struct ibv_cq *cq)
+{
+	return container_of(cq, struct droce_cq, cq);
+}
+
+/* Requester's record of a WQE once the engine started it. */
+struct droce_swqe_state {
+	uint32_t psn_first;
+	uint32_t psn_last;		/* READ: last response PSN */
+	uint32_t npkts;
+	uint32_t length;		/* message length */
+	uint8_t opcode;			/* MLX5_OPCODE_* */
+	uint8_t flags;			/* fm_ce_se */
+	uint8_t status;			/* IBV_WC_SUCCESS unless failed */
+	uint8_t done;			/* READ/atomic response arrived */
+	uint32_t rcvd;			/* READ response packets placed */
+};
+
+/* An RDMA READ the responder owes the requester. */
+struct droce_read_job {
+	uint8_t *host;			/* validated source */
+	uint32_t len;
+	uint32_t sent;
+	uint32_t psn;			/* next response PSN */
+	uint32_t psn_first;
+	uint32_t npkts;
+	uint32_t msn;			/* MSN to report in the AETH */
+};
+
+#define DROCE_READ_JOBS		16	/* >= DROCE_MAX_RD_ATOMIC, power of two */
+
+enum droce_qp_flags {
+	DROCE_QPF_ON_ACTIVE = 1u << 0,	/* linked on the engine's active list */
+	DROCE_QPF_ACK_PENDING = 1u << 1,
+	DROCE_QPF_ARP_WAIT = 1u << 2,
+	DROCE_QPF_NAK_SENT = 1u << 3,	/* PSN sequence NAK sent for this epsn */
+	DROCE_QPF_FLUSH = 1u << 4,	/* error state: flush what is posted */
+	DROCE_QPF_ON_TIMER = 1u << 5,
+	DROCE_QPF_REQ_STALL = 1u << 6,	/* a local error waits behind older WQEs */
+};
+
+struct droce_qp {
+	struct ibv_qp_ex ex;		/* ex.qp_base is the ibv_qp */
+	struct droce_dev *dev;
+	struct droce_engine *eng;
+	struct droce_pd *pd;
+	struct droce_cq *scq;
+	struct droce_cq *rcq;
+	bool is_ex;			/* created with send_ops_flags */
+	uint64_t send_ops_flags;
+	int sq_sig_all;
+
+	/* attributes (control path writes, engine reads) */
+	enum ibv_qp_state state;
+	uint32_t dest_qpn;
+	uint32_t access;		/* qp_access_flags */
+	int path_mtu;			/* enum ibv_mtu */
+	uint32_t mtu;			/* bytes */
+	uint32_t sq_psn;		/* initial */
+	uint32_t rq_psn;		/* initial */
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint16_t pkey_index;
+	struct ibv_ah_attr ah;
+	struct ibv_qp_cap cap;
+	uint32_t dst_ip;		/* network order */
+	uint16_t udp_sport;		/* flow entropy, host order */
+	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
+	bool tmpl_ready;		/* destination MAC resolved */
+
+	/* send queue: application side */
+	uint8_t *sq_buf;
+	uint64_t *sq_wrid;
+	uint32_t sq_cnt;		/* WQE slots, power of two */
+	uint32_t sq_stride;		/* bytes per WQE slot (multiple of 64) */
+	uint32_t sq_max_wr;		/* what the app may have outstanding */
+	uint32_t sq_max_inline;
+	uint32_t sq_max_sge;
+	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
+	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
+	int wr_err;			/* first error inside a wr_start batch */
+	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* */
+	rte_spinlock_t sq_lock;
+	/* receive queue: application side */
+	uint8_t *rq_buf;
+	uint64_t *rq_wrid;
+	uint32_t rq_cnt;
+	uint32_t rq_stride;
+	uint32_t rq_max_sge;
+	uint32_t rq_pi_app;
+	rte_spinlock_t rq_lock;
+
+	/* doorbell records and consumer indexes, shared */
+	volatile uint32_t sq_db __rte_cache_aligned;	/* producer, app */
+	volatile uint32_t rq_db;			/* producer, app */
+	volatile uint32_t sq_ci;			/* consumer, engine */
+	volatile uint32_t rq_ci;			/* consumer, engine */
+	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
+
+	/* ---- engine-owned from here ---- */
+	uint32_t flags __rte_cache_aligned;
+	struct droce_qp *active_next;	/* engine active list */
+	struct droce_qp *ack_next;	/* engine pending-ACK list */
+	struct droce_qp *timer_next;	/* engine timer list */
+	/* requester */
+	struct droce_swqe_state *sq_state;
+	uint32_t req_next;		/* next WQE to start */
+	uint32_t req_cur;		/* WQE being transmitted (== req_next when idle) */
+	uint32_t req_off;		/* bytes of req_cur already sent */
+	uint32_t req_psn;		/* next PSN to send */
+	uint32_t req_acked;		/* oldest WQE not yet completed */
+	uint32_t req_una_psn;		/* oldest unacknowledged PSN */
+	uint32_t req_rd_outstanding;	/* READs/atomics in flight */
+	uint64_t req_timer_tsc;		/* retransmit/RNR deadline; 0 = off */
+	uint32_t req_retries;
+	uint32_t req_rnr_retries;
+	bool req_rnr_wait;
+	/* responder */
+	uint32_t resp_epsn;		/* expected PSN */
+	uint32_t resp_msn;
+	uint32_t resp_ack_psn;		/* last PSN to acknowledge */
+	uint8_t resp_ack_syndrome;
+	uint8_t resp_last_op;		/* opcode of the last packet accepted */
+	bool resp_in_send;		/* inside a multi-packet SEND */
+	bool resp_in_write;		/* inside a multi-packet WRITE */
+	uint32_t resp_recv_off;		/* SEND: bytes placed so far */
+	uint8_t *resp_write_ptr;	/* WRITE: next byte to write */
+	uint32_t resp_write_left;
+	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
+	bool resp_recv_err;		/* current receive WQE failed (LEN_ERR) */
+	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
+	uint32_t rd_head;		/* next job to transmit */
+	uint32_t rd_tail;		/* next free slot */
+	uint8_t rd_nak_syndrome;	/* deferred NAK behind pending reads */
+	/* counters */
+	uint64_t cnt_tx_pkts;
+	uint64_t cnt_rx_pkts;
+	uint64_t cnt_retrans;
+	uint64_t cnt_dup;
+	uint64_t cnt_seq_err;
+};
+
+static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)
+{
+	return container_of(qp, struct droce_qp, ex.qp_base);
+}
+
+/* --------------------------------------------------------------- device */
+
+struct droce_neigh {
+	uint32_t ip;			/* network order; 0 = free */
+	struct rte_ether_addr mac;
+	bool resolved;
+	uint8_t tries;
+	uint64_t next_tsc;
+	uint64_t deadline_tsc;
+};
+
+struct droce_devargs {
+	uint32_t ip;			/* network order */
+	uint32_t max_mtu;		/* bytes */
+	int lcore;			/* -1: app mode */
+	bool lcore_set;
+	char name[IBV_SYSFS_NAME_MAX];
+	uint32_t idle_us;
+	bool mac_set;
+	struct rte_ether_addr mac;
+	uint32_t nb_mbuf;
+	uint32_t arp_timeout_ms;
+};
+
+struct droce_dev {
+	struct ibv_device ibv_dev;
+	uint32_t index;
+	uint16_t port_id;
+	struct droce_devargs args;
+	struct rte_ether_addr mac;
+	union ibv_gid gid[2];
+	struct droce_engine *eng;
+	struct rte_mempool *pool;
+	uint32_t ctx_refcnt;
+
+	/* object tables (control path writes under the device lock) */
+	pthread_mutex_t lock;
+	struct droce_qp **qp_tbl;	/* index = qpn - DROCE_QPN_BASE */
+	uint32_t qp_next;
+	struct droce_mr **mr_tbl;	/* index = key >> 8 */
+	uint32_t mr_next;
+	uint32_t nb_qp, nb_cq, nb_pd, nb_mr;
+	uint8_t mr_key_gen;
+
+	/* engine-owned */
+	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	struct rte_mbuf **txq;		/* packets waiting for tx_burst */
+	uint32_t txq_len;
+	uint32_t txq_cap;
+	uint16_t ip_id;
+	struct droce_dev_stats st;
+};
+
+/* ------------------------------------------------- device class / driver */
+
+/*
+ * What the verbs layer needs from an engine driver (one today: ethroce, a
+ * DPDK ethdev port). The verbs layer never touches packets; the driver never
+ * parses verbs arguments.
+ */
+struct droce_drv_ops {
+	/* Configure the port, pool and engine for a new device. */
+	int (*dev_probe)(struct droce_dev *dev);
+	void (*dev_remove)(struct droce_dev *dev);
+	/* Ring the QP's doorbell: the engine will look at its queues. */
+	void (*qp_notify)(struct droce_qp *qp);
+	/* Run fn(qp/arg) on the owning engine at a safe point and wait. */
+	int (*exec)(struct droce_dev *dev, void (*fn)(void *), void *arg);
+	/* App-mode: one engine iteration. */
+	int (*poll)(struct droce_dev *dev);
+	/* The engine's view of a QP state change (flush on error...). */
+	void (*qp_state_changed)(struct droce_qp *qp, enum ibv_qp_state old);
+};
+
+extern const struct droce_drv_ops *droce_drv;
+void droce_drv_register(const struct droce_drv_ops *ops);
+
+/* ---------------------------------------------------- shared helpers */
+
+extern struct droce_dev *droce_devs[DROCE_MAX_DEVS];
+extern uint32_t droce_nb_devs;
+
+struct droce_dev *droce_dev_of_ctx(struct ibv_context *ctx);
+
+/* MR lookup for the engine: NULL unless key, PD, range and rights match. */
+static inline struct droce_mr *
+droce_mr_lookup(const struct droce_dev *dev, uint32_t key)
+{
+	uint32_t idx = key >> 8;
+	struct droce_mr *mr;
+
+	if (unlikely(idx >= DROCE_MAX_MR))
+		return NULL;
+	mr = dev->mr_tbl[idx];
+	if (unlikely(mr == NULL || mr->key != key || !mr->valid))
+		return NULL;
+	return mr;
+}
+
+/*
+ * Translate [iova, iova+len) under key into a host pointer, checking PD,
+ * bounds (without overflow) and access rights. len == 0 is always fine and
+ * returns a non-NULL dummy when the key is valid.
+ */
+static inline uint8_t *
+droce_mr_translate(const struct droce_dev *dev, const struct droce_pd *pd,
+		   uint32_t key, uint64_t iova, uint64_t len, uint32_t need)
+{
+	struct droce_mr *mr = droce_mr_lookup(dev, key);
+
+	if (unlikely(mr == NULL || mr->pd != pd))
+		return NULL;
+	if (unlikely((mr->access & need) != need))
+		return NULL;
+	if (unlikely(iova < mr->iova || len > mr->len ||
+		     iova - mr->iova > mr->len - len))
+		return NULL;
+	return mr->host + (iova - mr->iova);
+}
+
+static inline struct droce_qp *
+droce_qp_lookup(const struct droce_dev *dev, uint32_t qpn)
+{
+	uint32_t idx = qpn - DROCE_QPN_BASE;
+
+	if (unlikely(idx >= DROCE_MAX_QP))
+		return NULL;
+	return dev->qp_tbl[idx];
+}
+
+/* The engine writes one completion; returns false on CQ overrun. */
+bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src);
+
+/* Verbs-layer entry points installed in the ops tables. */
+int droce_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr);
+int droce_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);
+int droce_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+void droce_qp_install_wr_ops(struct droce_qp *qp);
+void droce_cq_install_ex_ops(struct droce_cq *cq);
+
+/* Send WQE slot accessors. */
+static inline uint8_t *droce_sq_slot(const struct droce_qp *qp, uint32_t idx)
+{
+	return qp->sq_buf + (size_t)(idx & (qp->sq_cnt - 1)) * qp->sq_stride;
+}
+
+static inline struct mlx5_wqe_data_seg *
+droce_rq_slot(const struct droce_qp *qp, uint32_t idx)
+{
+	return (struct mlx5_wqe_data_seg *)(qp->rq_buf +
+		(size_t)(idx & (qp->rq_cnt - 1)) * qp->rq_stride);
+}
+
+int droce_parse_devargs(const char *str, struct droce_devargs *a);
+
+#endif /* DROCE_INT_H */

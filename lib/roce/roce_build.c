@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * roce_build_hdrs(): the inverse of roce_parse() for everything up to the
+ * payload. Lengths (IP total/payload length, UDP length) are derived from
+ * the opcode's header length, p->payload_len and p->pad; every other field
+ * is written exactly as given, so that parse -> build is the identity on
+ * any frame parse accepts (IPv4 without options, no Ethernet padding).
+ */
+#include <string.h>
+
+#include "roce.h"
+#include "roce_bytes.h"
+
+uint16_t
+roce_ipv4_cksum(const uint8_t *hdr, uint32_t len)
+{
+	uint32_t sum = 0;
+
+	for (uint32_t i = 0; i + 1 < len; i += 2)
+		if (i != 10)	/* the checksum field itself counts as 0 */
+			sum += rd16(hdr + i);
+	if (len & 1)
+		sum += (uint32_t)hdr[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static uint32_t
+build_bth_ext(uint8_t *b, const struct roce_pkt *p, uint32_t flags)
+{
+	uint8_t *s = b;
+
+	b[0] = p->opcode;
+	b[1] = (uint8_t)((p->se ? ROCE_BTH_SE : 0) |
+			 (p->mig ? ROCE_BTH_MIG : 0) |
+			 ((p->pad << ROCE_BTH_PAD_SHIFT) & ROCE_BTH_PAD_MASK) |
+			 (p->tver & ROCE_BTH_TVER_MASK));
+	wr16(b + 2, p->pkey);
+	wr32(b + 4, (p->fecn ? ROCE_BTH_FECN : 0) |
+		    (p->becn ? ROCE_BTH_BECN : 0) |
+		    (p->dest_qp & ROCE_QPN_MASK));
+	wr32(b + 8, (p->ack_req ? ROCE_BTH_ACKREQ : 0) |
+		    (p->psn & ROCE_PSN_MASK));
+	b += ROCE_BTH_LEN;
+
+	if (flags & ROCE_OPF_DETH) {
+		wr32(b, p->deth_qkey);
+		wr32(b + 4, p->deth_src_qp & ROCE_QPN_MASK);
+		b += ROCE_DETH_LEN;
+	}
+	if (flags & ROCE_OPF_RETH) {
+		wr64(b, p->reth_va);
+		wr32(b + 8, p->reth_rkey);
+		wr32(b + 12, p->reth_len);
+		b += ROCE_RETH_LEN;
+	}
+	if (flags & ROCE_OPF_ATMETH) {
+		wr64(b, p->atm_va);
+		wr32(b + 8, p->atm_rkey);
+		wr64(b + 12, p->atm_swap_add);
+		wr64(b + 20, p->atm_compare);
+		b += ROCE_ATMETH_LEN;
+	}
+	if (flags & ROCE_OPF_AETH) {
+		b[0] = p->aeth_syndrome;
+		wr24(b + 1, p->aeth_msn);
+		b += ROCE_AETH_LEN;
+	}
+	if (flags & ROCE_OPF_ATMACK) {
+		wr64(b, p->atmack_orig);
+		b += ROCE_ATMACK_LEN;
+	}
+	if (flags & ROCE_OPF_IMMDT) {
+		memcpy(b, &p->imm, ROCE_IMMDT_LEN);	/* already big-endian */
+		b += ROCE_IMMDT_LEN;
+	}
+	if (flags & ROCE_OPF_IETH) {
+		wr32(b, p->ieth_rkey);
+		b += ROCE_IETH_LEN;
+	}
+	return (uint32_t)(b - s);
+}
+
+uint32_t
+roce_build_hdrs(uint8_t *buf, struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	uint32_t off = 0, l4_len, hlen;
+	uint8_t *ip;
+
+	/* L2 */
+	memcpy(buf, p->dst_mac, 6);
+	memcpy(buf + 6, p->src_mac, 6);
+	off = 12;
+	if (p->has_vlan) {
+		wr16(buf + off, ROCE_ETHERTYPE_VLAN);
+		wr16(buf + off + 2, p->vlan_tci);
+		off += ROCE_VLAN_HLEN;
+	}
+	wr16(buf + off, p->ipv6 ? ROCE_ETHERTYPE_IPV6 : ROCE_ETHERTYPE_IPV4);
+	off += 2;
+
+	/* Lengths. A reserved opcode gets just a BTH (it is the caller's
+	 * bug; roce_parse would reject the result). */
+	hlen = oi->name != NULL ? oi->hdr_len : ROCE_BTH_LEN;
+	l4_len = ROCE_UDP_HLEN + hlen + p->payload_len + (p->pad & 3u) +
+		 ROCE_ICRC_LEN;
+
+	/* L3 */
+	p->l3_off = (uint16_t)off;
+	ip = buf + off;
+	if (p->ipv6) {
+		wr32(ip, 6u << 28 | (uint32_t)p->tos << 20 |
+			 (p->flow_label & 0xfffff));
+		wr16(ip + 4, (uint16_t)l4_len);
+		ip[6] = ROCE_IPPROTO_UDP;
+		ip[7] = p->ttl;
+		memcpy(ip + 8, p->src_ip, 16);
+		memcpy(ip + 24, p->dst_ip, 16);
+		off += ROCE_IPV6_HLEN;
+	} else {
+		ip[0] = 0x45;
+		ip[1] = p->tos;
+		wr16(ip + 2, (uint16_t)(ROCE_IPV4_HLEN + l4_len));
+		wr16(ip + 4, p->ip_id);
+		wr16(ip + 6, p->frag_off);
+		ip[8] = p->ttl;
+		ip[9] = ROCE_IPPROTO_UDP;
+		memcpy(ip + 12, p->src_ip, 4);
+		memcpy(ip + 16, p->dst_ip, 4);
+		wr16(ip + 10, roce_ipv4_cksum(ip, ROCE_IPV4_HLEN));
+		off += ROCE_IPV4_HLEN;
+	}
+
+	/* L4 */
+	if (p->udp_dport == 0)
+		p->udp_dport = ROCE_UDP_DPORT;
+	p->l4_off = (uint16_t)off;
+	wr16(buf + off, p->udp_sport);
+	wr16(buf + off + 2, p->udp_dport);
+	wr16(buf + off + 4, (uint16_t)l4_len);
+	wr16(buf + off + 6, p->udp_csum);
+	off += ROCE_UDP_HLEN;
+
+	/* BTH + extended headers */
+	p->bth_off = (uint16_t)off;
+	off += build_bth_ext(buf + off, p, oi->name != NULL ? oi->flags : 0);
+	p->payload_off = (uint16_t)off;
+	p->frame_len = p->l3_off + (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) +
+		       l4_len;
+	return off;
+}

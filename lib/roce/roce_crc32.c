@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * CRC32 (IEEE 802.3, reflected, polynomial 0xEDB88320) with zlib's
+ * conventions: the CRC of nothing is 0, and roce_crc32(roce_crc32(0, a), b)
+ * is the CRC of a followed by b (the pre/post inversion happens inside).
+ *
+ * roce_crc32() uses ISA-L's crc32_gzip_refl (same conventions; runtime
+ * dispatch to a PCLMULQDQ folding kernel) when meson found libisal, else the
+ * portable slice-by-8 below. roce_crc32_slice8() is always compiled so that
+ * the two can be compared (test_roce_unit, bench_crc32).
+ */
+#include <stdint.h>
+#include <stddef.h>
+
+#include "roce.h"
+#include "roce_crc32_tab.h"	/* generated: roce_crc32_tab[8][256] */
+
+#ifdef ROCE_HAVE_ISAL
+#include <isa-l/crc.h>
+#endif
+
+static inline uint32_t
+le32(const uint8_t *p)
+{
+	/* Compiles to one load on little-endian targets. */
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+	       (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint32_t
+roce_crc32_slice8(uint32_t crc, const void *buf, size_t len)
+{
+	const uint32_t (*t)[256] = roce_crc32_tab;
+	const uint8_t *p = buf;
+
+	crc = ~crc;
+	/* Byte-wise up to 8-byte alignment, then 8 bytes per step. */
+	while (len > 0 && ((uintptr_t)p & 7) != 0) {
+		crc = t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+		len--;
+	}
+	while (len >= 8) {
+		uint32_t lo = le32(p) ^ crc;
+		uint32_t hi = le32(p + 4);
+
+		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
+		      t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+		      t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len > 0) {
+		crc = t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+		len--;
+	}
+	return ~crc;
+}
+
+uint32_t
+roce_crc32(uint32_t crc, const void *buf, size_t len)
+{
+#ifdef ROCE_HAVE_ISAL
+	return crc32_gzip_refl(crc, buf, len);
+#else
+	return roce_crc32_slice8(crc, buf, len);
+#endif
+}
+
+const char *
+roce_crc32_impl(void)
+{
+#ifdef ROCE_HAVE_ISAL
+	return "isal";
+#else
+	return "slice8";
+#endif
+}

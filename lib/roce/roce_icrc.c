@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Invariant CRC (IBTA Annex A17.8). The ICRC is a CRC32 (zlib conventions)
+ * over
+ *   8 bytes of 0xff                 (stands for the IB LRH, absent in RoCEv2)
+ *   the IP header, with the fields routers may change set to all 1s:
+ *     IPv4: TOS (DSCP+ECN), TTL, header checksum
+ *     IPv6: traffic class, flow label, hop limit
+ *   the UDP header, with the checksum set to all 1s
+ *   the BTH, with byte 4 (FECN, BECN, resv6) set to all 1s
+ *   the extended headers, payload and pad, unmasked
+ * and is stored little-endian in the last 4 bytes of the frame. The L2
+ * header (MACs, VLAN tag) is not covered.
+ */
+#include <string.h>
+
+#include "roce.h"
+
+/* Offsets of the masked fields. */
+#define IP4_TOS		1
+#define IP4_TTL		8
+#define IP4_CSUM	10
+#define IP6_HOP		7
+#define UDP_CSUM	6
+#define BTH_RESV8A	4
+#define IP4_MAX_HLEN	60
+
+static void
+mask(uint8_t *b, uint32_t have, uint32_t off, uint32_t n)
+{
+	/* Only bytes actually copied: hdr_len may be short (garbage in,
+	 * garbage ICRC out, but never an overrun). */
+	for (uint32_t i = off; i < off + n && i < have; i++)
+		b[i] = 0xff;
+}
+
+uint32_t
+roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
+{
+	/* 8 bytes of 1s, then a masked copy of IP + UDP + BTH: one CRC call
+	 * for all of it, one more for the extended headers. */
+	uint8_t m[8 + IP4_MAX_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN];
+	uint8_t *h = m + 8;
+	uint32_t iphl, n;
+
+	if (ipv6) {
+		iphl = ROCE_IPV6_HLEN;
+	} else {
+		/* droce and roce_parse use IHL 5 only; honour IHL anyway. */
+		iphl = hdr_len > 0 ? (uint32_t)(l3[0] & 0x0f) * 4 : 0;
+		if (iphl < ROCE_IPV4_HLEN)
+			iphl = ROCE_IPV4_HLEN;
+	}
+	n = iphl + ROCE_UDP_HLEN + ROCE_BTH_LEN;
+	if (n > hdr_len)
+		n = hdr_len;
+	memset(m, 0xff, 8);
+	memcpy(h, l3, n);
+	if (ipv6) {
+		/* Keep the version nibble; TC + flow label are the rest of
+		 * the first word. */
+		if (n > 0)
+			h[0] |= 0x0f;
+		mask(h, n, 1, 3);
+		mask(h, n, IP6_HOP, 1);
+	} else {
+		mask(h, n, IP4_TOS, 1);
+		mask(h, n, IP4_TTL, 1);
+		mask(h, n, IP4_CSUM, 2);
+	}
+	mask(h, n, iphl + UDP_CSUM, 2);
+	mask(h, n, iphl + ROCE_UDP_HLEN + BTH_RESV8A, 1);
+
+	return roce_crc32(roce_crc32(0, m, 8 + n), l3 + n, hdr_len - n);
+}
+
+uint32_t
+roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
+{
+	uint32_t crc;
+
+	crc = roce_icrc_hdrs(frame + p->l3_off,
+			     (uint32_t)p->payload_off - p->l3_off, p->ipv6);
+	crc = roce_crc32(crc, frame + p->payload_off,
+			 p->frame_len - ROCE_ICRC_LEN - p->payload_off);
+	return roce_icrc_final(crc);
+}
