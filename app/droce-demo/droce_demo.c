@@ -60,7 +60,8 @@ static void node_open(struct node *n, struct ibv_device *d)
 	if (!n->pd || !n->cq || !n->buf)
 		die("pd/cq/buffer", errno);
 	n->mr = ibv_reg_mr(n->pd, n->buf, buf_size, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
 	if (!n->mr)
 		die("ibv_reg_mr", errno);
 	struct ibv_qp_init_attr qa = {
@@ -81,7 +82,8 @@ static void connect_qp(struct node *n, const struct node *peer,
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
 	};
 	int ret;
 
@@ -266,7 +268,7 @@ int main(int argc, char **argv)
 	}
 	if (size == 0 || size > (1u << 24))
 		die("-s: size must be 1..16 MiB", EINVAL);
-	buf_size = (size_t)size * 4;
+	buf_size = (size_t)size * 2 + 4096;
 
 	printf("droce-demo: two RoCEv2 nodes on a net_ring pair, %u engine lcore(s), path MTU %u\n",
 	       rte_lcore_count() > 1 ? 1 : 0, mtu);
@@ -351,7 +353,44 @@ int main(int argc, char **argv)
 		  0, 5, true);
 	wc = wait_wc(&a, "RDMA_READ");
 	failures += check("RDMA_READ", b.buf, a.buf + size, size);
-	printf("  RDMA_READ       %7u B  A<-B  data checked\n\n", size);
+	printf("  RDMA_READ       %7u B  A<-B  data checked\n", size);
+
+	/* Atomics on an 8-byte counter in B's buffer; results land in A's. */
+	{
+		uint64_t *ctr = (uint64_t *)(b.buf + 2 * (size_t)size);
+		uint64_t *res = (uint64_t *)(a.buf + 2 * (size_t)size);
+		struct ibv_sge sge = { (uintptr_t)res, 8, a.mr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+					  .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *bad;
+		int ok = 1;
+
+		*ctr = 1000;
+		for (int i = 0; i < 10; i++) {
+			wr.wr_id = 10 + i;
+			wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			wr.wr.atomic.remote_addr = (uintptr_t)ctr;
+			wr.wr.atomic.rkey = b.mr->rkey;
+			wr.wr.atomic.compare_add = 5;
+			if ((ret = ibv_post_send(a.qp, &wr, &bad)))
+				die("post FETCH_AND_ADD", ret);
+			wc = wait_wc(&a, "FETCH_AND_ADD");
+			ok &= wc.opcode == IBV_WC_FETCH_ADD && *res == 1000 + 5u * i;
+		}
+		wr.wr_id = 20;
+		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr.wr.atomic.compare_add = 1050;
+		wr.wr.atomic.swap = 7;
+		if ((ret = ibv_post_send(a.qp, &wr, &bad)))
+			die("post CMP_AND_SWP", ret);
+		wc = wait_wc(&a, "CMP_AND_SWP");
+		ok &= wc.opcode == IBV_WC_COMP_SWAP && *res == 1050 && *ctr == 7;
+		printf("  FETCH_AND_ADD   10 x +5   A->B  counter 1000 -> 1050%s\n",
+		       ok ? "" : "  WRONG");
+		printf("  CMP_AND_SWP     1050 -> 7 A->B  counter now %" PRIu64 "%s\n\n",
+		       *ctr, ok ? "" : "  WRONG");
+		failures += !ok;
+	}
 
 	/* A short rate measurement: iters WRITEs, one signalled in 64. */
 	{

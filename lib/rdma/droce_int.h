@@ -144,8 +144,11 @@ struct droce_swqe_state {
 	uint32_t rcvd;			/* READ response packets placed */
 };
 
-/* An RDMA READ the responder owes the requester. */
+/* A response the responder owes the requester: READ data or an atomic's
+ * original value. Both leave in PSN order through one queue. */
 struct droce_read_job {
+	bool atomic;
+	uint64_t orig;			/* atomic: value before the operation */
 	uint8_t *host;			/* validated source */
 	uint32_t len;
 	uint32_t sent;
@@ -263,7 +266,14 @@ struct droce_qp {
 	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
 	uint32_t rd_head;		/* next job to transmit */
 	uint32_t rd_tail;		/* next free slot */
-	uint8_t rd_nak_syndrome;	/* deferred NAK behind pending reads */
+	/* Results of recent atomics, so a duplicate is answered and never
+	 * executed twice (IBTA 9.7.5.3.3); max_dest_rd_atomic entries used. */
+	struct {
+		uint32_t psn;
+		bool valid;
+		uint64_t orig;
+	} atm_cache[DROCE_READ_JOBS];
+	uint32_t atm_next;
 	/* counters */
 	uint64_t cnt_tx_pkts;
 	uint64_t cnt_rx_pkts;

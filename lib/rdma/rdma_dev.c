@@ -494,7 +494,10 @@ static void fill_device_attr(struct droce_dev *dev, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = DROCE_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DROCE_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = DROCE_MAX_RD_ATOMIC * DROCE_MAX_QP;
-	a->atomic_cap = IBV_ATOMIC_NONE;	/* atomics come with the reliability work */
+	/* Responders execute atomics with the CPU's own atomic instructions
+	 * on the target: atomic against every other atomic on the device,
+	 * whatever engine lcore serves it (and against the CPU's too). */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;

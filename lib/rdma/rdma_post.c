@@ -21,16 +21,38 @@ static inline uint8_t mlx5_opcode_of(enum ibv_wr_opcode op, bool *ok)
 	case IBV_WR_RDMA_WRITE: return MLX5_OPCODE_RDMA_WRITE;
 	case IBV_WR_RDMA_WRITE_WITH_IMM: return MLX5_OPCODE_RDMA_WRITE_IMM;
 	case IBV_WR_RDMA_READ: return MLX5_OPCODE_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP: return MLX5_OPCODE_ATOMIC_CS;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: return MLX5_OPCODE_ATOMIC_FA;
 	default:
 		*ok = false;
 		return 0;
 	}
 }
 
+static inline bool op_is_atomic(uint8_t op)
+{
+	return op == MLX5_OPCODE_ATOMIC_CS || op == MLX5_OPCODE_ATOMIC_FA;
+}
+
 static inline bool op_has_raddr(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_RDMA_WRITE_IMM ||
-	       op == MLX5_OPCODE_RDMA_READ;
+	       op == MLX5_OPCODE_RDMA_READ || op_is_atomic(op);
+}
+
+/* The atomic segment follows the remote address segment (mlx5 layout). */
+static inline void set_atomic_seg(uint8_t *seg, uint8_t op, uint64_t compare_add,
+				  uint64_t swap)
+{
+	struct mlx5_wqe_atomic_seg *a = (void *)seg;
+
+	if (op == MLX5_OPCODE_ATOMIC_CS) {
+		a->swap_add = htobe64(swap);
+		a->compare = htobe64(compare_add);
+	} else {
+		a->swap_add = htobe64(compare_add);
+		a->compare = 0;
+	}
 }
 
 static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
@@ -108,7 +130,26 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		wqe = droce_sq_slot(qp, pi);
 		seg = wqe + DROCE_SEG;
 		ds = 1;
-		if (op_has_raddr(op)) {
+		if (op_is_atomic(op)) {
+			struct mlx5_wqe_raddr_seg *r = (void *)seg;
+			uint64_t len = 0;
+
+			/* The original value lands in 8 local bytes. */
+			for (i = 0; i < wr->num_sge; i++)
+				len += wr->sg_list[i].length;
+			if (unlikely(wr->num_sge < 1 || len < 8 ||
+				     (wr->send_flags & IBV_SEND_INLINE))) {
+				err = EINVAL;
+				goto out;
+			}
+			r->raddr = htobe64(wr->wr.atomic.remote_addr);
+			r->rkey = htobe32(wr->wr.atomic.rkey);
+			r->reserved = 0;
+			set_atomic_seg(seg + DROCE_SEG, op, wr->wr.atomic.compare_add,
+				       wr->wr.atomic.swap);
+			seg += 2 * DROCE_SEG;
+			ds += 2;
+		} else if (op_has_raddr(op)) {
 			struct mlx5_wqe_raddr_seg *r = (void *)seg;
 
 			r->raddr = htobe64(wr->wr.rdma.remote_addr);
@@ -305,6 +346,32 @@ static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey,
 	wr_open(qpx(ex), MLX5_OPCODE_RDMA_READ, 0, true, remote_addr, rkey);
 }
 
+static void wr_atomic(struct droce_qp *qp, uint8_t op, uint32_t rkey,
+		      uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
+{
+	uint8_t *wqe = wr_open(qp, op, 0, true, remote_addr, rkey);
+	struct mlx5_wqe_ctrl_seg *c;
+
+	if (wqe == NULL)
+		return;
+	set_atomic_seg(wqe + 2 * DROCE_SEG, op, compare_add, swap);
+	c = (void *)wqe;
+	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | 3);
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
+			      uint64_t remote_addr, uint64_t compare,
+			      uint64_t swap)
+{
+	wr_atomic(qpx(ex), MLX5_OPCODE_ATOMIC_CS, rkey, remote_addr, compare, swap);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
+				uint64_t remote_addr, uint64_t add)
+{
+	wr_atomic(qpx(ex), MLX5_OPCODE_ATOMIC_FA, rkey, remote_addr, add, 0);
+}
+
 /* Where the data segments of the open WQE start, and its current ds. */
 static inline uint8_t *wr_data_start(struct droce_qp *qp, uint32_t *ds)
 {
@@ -373,7 +440,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t num_buf,
 	}
 	c = (void *)qp->wr_cur;
 	if (unlikely((be32toh(c->opmod_idx_opcode) & 0xff) ==
-		     MLX5_OPCODE_RDMA_READ)) {
+		     MLX5_OPCODE_RDMA_READ ||
+		     op_is_atomic(be32toh(c->opmod_idx_opcode) & 0xff))) {
 		qp->wr_err = EINVAL;
 		qp->wr_cur = NULL;
 		return;
@@ -449,6 +517,10 @@ void droce_qp_install_wr_ops(struct droce_qp *qp)
 		ex->wr_rdma_write_imm = wr_rdma_write_imm;
 	if (f & IBV_QP_EX_WITH_RDMA_READ)
 		ex->wr_rdma_read = wr_rdma_read;
+	if (f & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	if (f & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
 	ex->wr_set_sge = wr_set_sge;
 	ex->wr_set_sge_list = wr_set_sge_list;
 	ex->wr_set_inline_data = wr_set_inline_data;

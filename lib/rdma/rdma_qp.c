@@ -198,7 +198,9 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	    (a->send_ops_flags & ~(uint64_t)(IBV_QP_EX_WITH_SEND |
 			IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_WRITE |
 			IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-			IBV_QP_EX_WITH_RDMA_READ))) {
+			IBV_QP_EX_WITH_RDMA_READ |
+			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -212,13 +214,13 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
 	sge = RTE_MAX(a->cap.max_send_sge, 1u);
 	inl = a->cap.max_inline_data;
-	stride = RTE_MAX(DROCE_SEG * 2 + DROCE_SEG * sge,
+	stride = RTE_MAX(DROCE_SEG * 3 + DROCE_SEG * sge,
 			 DROCE_SEG * 2 + 4 + inl);
 	stride = RTE_ALIGN_CEIL(stride, DROCE_BB);
 	cnt = rte_align32pow2(RTE_MAX(a->cap.max_send_wr, 1u));
 	qp->sq_stride = stride;
 	qp->sq_cnt = cnt;
-	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * 2) / DROCE_SEG,
+	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * 3) / DROCE_SEG,
 				 (uint32_t)DROCE_MAX_SGE);
 	qp->sq_max_inline = RTE_MIN(stride - DROCE_SEG * 2 - 4,
 				    (uint32_t)DROCE_MAX_INLINE);

@@ -11,6 +11,9 @@
  *   NAK remote operational err  -> IBV_WC_REM_OP_ERR
  *   NAK invalid RD request      -> IBV_WC_REM_INV_RD_REQ_ERR
  */
+#include <string.h>
+#include <endian.h>
+
 #include "eth_int.h"
 
 /* RNR NAK timer field (IBTA table 45), in units of 10 us. */
@@ -48,8 +51,9 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 			eth_qp_error(qp);
 			return;
 		}
-		if (st->opcode == MLX5_OPCODE_RDMA_READ && !st->done) {
-			/* C9-?: a later ACK implies the READ response was lost. */
+		if (op_is_rd_atomic(st->opcode) && !st->done) {
+			/* A later ACK implies the READ/atomic response was lost
+			 * (IBTA 9.7.7.2.1 implied NAK): ask again. */
 			qp->req_una_psn = st->psn_first;
 			publish_sq_ci(qp);
 			eth_req_retransmit(qp, st->psn_first);
@@ -191,6 +195,42 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 	}
 }
 
+static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
+{
+	struct droce_swqe_state *st;
+	const struct mlx5_wqe_ctrl_seg *c;
+	const struct mlx5_wqe_data_seg *sge;
+	uint8_t *dst;
+
+	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_cur)
+		return;
+	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+	if (!op_is_atomic(st->opcode) || st->done || st->psn_first != p->psn) {
+		qp->dev->st.rx_dup++;
+		return;
+	}
+	/* The original value, in host order, into the first 8 local bytes
+	 * (the post path required the SGEs to hold at least 8). */
+	c = (const void *)droce_sq_slot(qp, qp->req_acked);
+	sge = (const void *)((const uint8_t *)c + 3 * DROCE_SEG);
+	dst = droce_mr_translate(qp->dev, qp->pd, be32toh(sge->lkey),
+				 be64toh(sge->addr), 8, IBV_ACCESS_LOCAL_WRITE);
+	if (unlikely(dst == NULL || be32toh(sge->byte_count) < 8)) {
+		st->status = IBV_WC_LOC_PROT_ERR;
+		eth_complete_send(qp, qp->req_acked, st->status);
+		qp->req_acked++;
+		publish_sq_ci(qp);
+		eth_qp_error(qp);
+		return;
+	}
+	memcpy(dst, &p->atmack_orig, 8);
+	st->done = 1;
+	if (qp->req_rd_outstanding)
+		qp->req_rd_outstanding--;
+	ack_upto(qp, p->psn);
+}
+
 void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m)
 {
@@ -208,8 +248,10 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	case ROCE_OP_READ_RESP_ONLY:
 		rx_read_resp(qp, p, m, op);
 		break;
+	case ROCE_OP_ATOMIC_ACK:
+		rx_atomic_ack(qp, p);
+		break;
 	default:
-		/* Atomic ACKs come with the atomics. */
 		qp->dev->st.rx_malformed++;
 		break;
 	}

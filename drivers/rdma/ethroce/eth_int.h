@@ -117,6 +117,17 @@ int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 #define ETH_SGE_PROT	-1	/* bad key, PD, bounds or rights */
 #define ETH_SGE_LEN	-2	/* the data does not fit */
 
+static inline bool op_is_atomic(uint8_t op)
+{
+	return op == MLX5_OPCODE_ATOMIC_CS || op == MLX5_OPCODE_ATOMIC_FA;
+}
+
+/* Operations that wait for a response, counted against max_rd_atomic. */
+static inline bool op_is_rd_atomic(uint8_t op)
+{
+	return op == MLX5_OPCODE_RDMA_READ || op_is_atomic(op);
+}
+
 static inline uint64_t eth_now(void)
 {
 	return rte_rdtsc();

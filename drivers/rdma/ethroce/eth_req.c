@@ -26,7 +26,10 @@ struct wqe_view {
 	uint32_t nsge;
 	const uint8_t *inl_data;
 	uint32_t length;
+	uint64_t swap_add;	/* atomics */
+	uint64_t compare;
 };
+
 
 /*
  * Decode a WQE the application wrote. The application may scribble on its
@@ -63,6 +66,21 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 		used = 2;
 		break;
 	}
+	case MLX5_OPCODE_ATOMIC_CS:
+	case MLX5_OPCODE_ATOMIC_FA: {
+		const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
+		const struct mlx5_wqe_atomic_seg *a =
+			(const void *)(w + 2 * DROCE_SEG);
+
+		if (ds < 4 || v->inl)
+			return -1;
+		v->raddr = be64toh(r->raddr);
+		v->rkey = be32toh(r->rkey);
+		v->swap_add = be64toh(a->swap_add);
+		v->compare = be64toh(a->compare);
+		used = 3;
+		break;
+	}
 	default:
 		return -1;
 	}
@@ -86,6 +104,11 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 	if (sum > DROCE_MAX_MSG)
 		return -1;
 	v->length = (uint32_t)sum;
+	if (op_is_atomic(v->op)) {
+		if (sum < 8)
+			return -1;
+		v->length = 8;	/* the result's size, whatever the SGEs hold */
+	}
 	return 0;
 }
 
@@ -183,6 +206,12 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 		break;
 	case MLX5_OPCODE_RDMA_READ:
 		e.opcode = IBV_WC_RDMA_READ;
+		break;
+	case MLX5_OPCODE_ATOMIC_CS:
+		e.opcode = IBV_WC_COMP_SWAP;
+		break;
+	case MLX5_OPCODE_ATOMIC_FA:
+		e.opcode = IBV_WC_FETCH_ADD;
 		break;
 	default:
 		e.opcode = IBV_WC_SEND;
@@ -296,6 +325,27 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 	struct rte_mbuf *m;
 	uint8_t *pl;
 
+	if (op_is_atomic(v->op)) {
+		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
+				       v->op == MLX5_OPCODE_ATOMIC_CS ?
+				       ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD);
+		p.psn = qp->req_psn;
+		p.ack_req = true;
+		p.atm_va = v->raddr;
+		p.atm_rkey = v->rkey;
+		p.atm_swap_add = v->swap_add;
+		p.atm_compare = v->compare;
+		m = eth_build(qp, &p, 0, &pl);
+		if (unlikely(m == NULL))
+			return false;
+		eth_finish(qp->dev, m, &p);
+		st->psn_last = qp->req_psn;
+		qp->req_psn = roce_psn_add(qp->req_psn, 1);
+		qp->req_rd_outstanding++;
+		qp->req_cur++;
+		qp->req_off = 0;
+		return true;
+	}
 	if (v->op == MLX5_OPCODE_RDMA_READ) {
 		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ);
 		p.psn = qp->req_psn;
@@ -389,7 +439,7 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			return;
 		}
 		if (qp->req_off == 0) {
-			bool rd = v.op == MLX5_OPCODE_RDMA_READ;
+			bool rd = op_is_rd_atomic(v.op);
 
 			/* IBTA 10.8.3.3: a fenced WQE waits for reads ahead. */
 			if ((v.flags & DROCE_WQE_FENCE) && qp->req_rd_outstanding)
@@ -404,7 +454,8 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->done = 0;
 			st->rcvd = 0;
 			st->psn_first = qp->req_psn;
-			st->npkts = v.length ? (v.length + qp->mtu - 1) / qp->mtu : 1;
+			st->npkts = v.length && !op_is_atomic(v.op) ?
+				    (v.length + qp->mtu - 1) / qp->mtu : 1;
 			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
 					IBV_ACCESS_LOCAL_WRITE : 0))) {
 				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
@@ -430,7 +481,7 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 
 		if (roce_psn_diff(psn, st->psn_last) <= 0)
 			break;
-		if (st->opcode == MLX5_OPCODE_RDMA_READ && !st->done)
+		if (op_is_rd_atomic(st->opcode) && !st->done)
 			rd++;
 		w++;
 	}
@@ -442,7 +493,7 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 		int32_t d = roce_psn_diff(psn, st->psn_first);
 
 		qp->req_cur = w;
-		if (st->opcode == MLX5_OPCODE_RDMA_READ || d <= 0) {
+		if (op_is_rd_atomic(st->opcode) || d <= 0) {
 			/* A READ is re-requested whole: its data lands again. */
 			qp->req_off = 0;
 			qp->req_psn = st->psn_first;
@@ -559,6 +610,8 @@ void eth_qp_reset(struct droce_qp *qp)
 	qp->resp_recv_off = 0;
 	qp->resp_recv_err = false;
 	qp->rd_head = qp->rd_tail = 0;
+	memset(qp->atm_cache, 0, sizeof(qp->atm_cache));
+	qp->atm_next = 0;
 	qp->tmpl_ready = false;
 	/* IBTA 10.3.1: RESET empties both queues without completions. */
 	qp->sq_pi_app = 0;

@@ -207,6 +207,7 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 		return false;
 	}
 	j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+	j->atomic = false;
 	j->host = src;
 	j->len = p->reth_len;
 	j->sent = 0;
@@ -217,6 +218,66 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 	j->msn = qp->resp_msn;
 	qp->rd_tail++;
 	eth_qp_activate(qp->eng, qp);
+	return true;
+}
+
+/* ---------------------------------------------------------- ATOMIC */
+
+static void queue_atomic_ack(struct droce_qp *qp, uint32_t psn, uint64_t orig)
+{
+	struct droce_read_job *j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+
+	j->atomic = true;
+	j->orig = orig;
+	j->host = NULL;
+	j->len = 0;
+	j->sent = 0;
+	j->psn = psn;
+	j->psn_first = psn;
+	j->npkts = 1;
+	j->msn = qp->resp_msn;
+	qp->rd_tail++;
+	eth_qp_activate(qp->eng, qp);
+}
+
+static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
+{
+	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
+	uint64_t *t, orig;
+
+	if (!(qp->access & IBV_ACCESS_REMOTE_ATOMIC)) {
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+		return false;
+	}
+	/* C9-? (IBTA 9.4.5): the target must be naturally aligned. */
+	if (p->atm_va & 7) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return false;
+	}
+	t = (uint64_t *)droce_mr_translate(qp->dev, qp->pd, p->atm_rkey,
+					   p->atm_va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	if (t == NULL) {
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+		return false;
+	}
+	if (qp->rd_tail - qp->rd_head >= limit) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return false;
+	}
+	/* CPU atomics: atomic against every engine and the application. */
+	if (op == ROCE_OP_CMP_SWAP) {
+		orig = p->atm_compare;
+		__atomic_compare_exchange_n(t, &orig, p->atm_swap_add, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(t, p->atm_swap_add, __ATOMIC_SEQ_CST);
+	}
+	qp->atm_cache[qp->atm_next % limit].psn = p->psn;
+	qp->atm_cache[qp->atm_next % limit].orig = orig;
+	qp->atm_cache[qp->atm_next % limit].valid = true;
+	qp->atm_next++;
+	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	queue_atomic_ack(qp, p->psn, orig);
 	return true;
 }
 
@@ -245,6 +306,21 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		if (eth_tx_busy(qp->dev)) {
 			*budget = 0;
 			return;
+		}
+		if (j->atomic) {
+			p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ATOMIC_ACK);
+			p.psn = j->psn;
+			p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+			p.aeth_msn = j->msn;
+			p.atmack_orig = j->orig;
+			m = eth_build(qp, &p, 0, &pl);
+			if (unlikely(m == NULL))
+				return;
+			eth_finish(qp->dev, m, &p);
+			qp->cnt_tx_pkts++;
+			(*budget)--;
+			qp->rd_head++;
+			continue;
 		}
 		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
 			first && last ? ROCE_OP_READ_RESP_ONLY :
@@ -328,6 +404,19 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 * SEND or WRITE. A duplicate READ is answered again. */
 		qp->cnt_dup++;
 		qp->dev->st.rx_dup++;
+		if (op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD) {
+			/* Answer from the cache; never execute twice. */
+			for (uint32_t i = 0; i < DROCE_READ_JOBS; i++) {
+				if (qp->atm_cache[i].valid &&
+				    qp->atm_cache[i].psn == p->psn &&
+				    qp->rd_tail - qp->rd_head < DROCE_READ_JOBS) {
+					queue_atomic_ack(qp, p->psn,
+							 qp->atm_cache[i].orig);
+					break;
+				}
+			}
+			return;
+		}
 		if (op == ROCE_OP_READ_REQ) {
 			struct droce_read_job *j;
 			uint8_t *src = NULL;
@@ -342,6 +431,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 					return;
 			}
 			j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+			j->atomic = false;
 			j->host = src;
 			j->len = p->reth_len;
 			j->sent = 0;
@@ -382,8 +472,12 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		qp->resp_epsn = roce_psn_add(qp->resp_epsn,
 					     read_npkts(qp, p->reth_len));
 		return;	/* the responses acknowledge it */
+	} else if (op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD) {
+		if (!do_atomic(qp, p, op))
+			return;
+		qp->resp_epsn = roce_psn_add(p->psn, 1);
+		return;	/* the ATOMIC ACKNOWLEDGE acknowledges it */
 	} else {
-		/* Atomics come with the reliability work. */
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return;
 	}
