@@ -253,10 +253,12 @@ int droce_dev_create(uint16_t port_id, const char *devargs)
 
 		inet_ntop(AF_INET, &dev->args.ip, ip, sizeof(ip));
 		rte_ether_format_addr(mac, sizeof(mac), &dev->mac);
-		DROCE_LOG(INFO, "%s on port %u: %s %s, max path MTU %u, engine %s%d",
-			  dev->args.name, port_id, ip, mac, dev->args.max_mtu,
-			  dev->args.lcore < 0 ? "app" : "lcore ",
-			  dev->args.lcore < 0 ? 0 : dev->args.lcore);
+		char eng[24] = "app-driven";
+
+		if (dev->args.lcore >= 0)
+			snprintf(eng, sizeof(eng), "lcore %d", dev->args.lcore);
+		DROCE_LOG(INFO, "%s on port %u: %s %s, max path MTU %u, engine %s",
+			  dev->args.name, port_id, ip, mac, dev->args.max_mtu, eng);
 	}
 	return (int)dev->index;
 fail:

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 
 #include <rte_ethdev.h>
@@ -585,6 +586,33 @@ static void destroy_apply(void *arg)
 	droce_drv->qp_state_changed(qp, old == IBV_QPS_RESET ? IBV_QPS_ERR : old);
 }
 
+/*
+ * App-driven engines only run while the application calls into verbs. A
+ * connected QP being destroyed may still owe its peer an ACK that has not
+ * left (or not been read) yet, and a peer that lost one retransmits: keep
+ * driving the engine until the link has been quiet for a moment, as a
+ * NIC would go on answering after the process stopped polling.
+ */
+static void linger(struct droce_dev *dev)
+{
+	struct timespec ts;
+	double t0, quiet;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = quiet = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	for (;;) {
+		double now;
+
+		if (droce_drv->poll(dev) > 0)
+			clock_gettime(CLOCK_MONOTONIC, &ts), quiet =
+				(double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		if (now - quiet > 0.05 || now - t0 > 0.5)
+			break;
+	}
+}
+
 int ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct droce_qp *qp;
@@ -596,6 +624,10 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp = droce_qp_of(ibqp);
 	dev = qp->dev;
 	idx = ibqp->qp_num - DROCE_QPN_BASE;
+	if (dev->args.lcore < 0 && (qp->state == IBV_QPS_RTS ||
+				    qp->state == IBV_QPS_RTR ||
+				    qp->state == IBV_QPS_SQD))
+		linger(dev);
 	pthread_mutex_lock(&dev->lock);
 	if (idx >= DROCE_MAX_QP || dev->qp_tbl[idx] != qp) {
 		pthread_mutex_unlock(&dev->lock);

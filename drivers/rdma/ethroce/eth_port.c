@@ -38,16 +38,29 @@ int eth_port_setup(struct droce_dev *dev)
 	ret = rte_eth_dev_info_get(port, &info);
 	if (ret)
 		return ret;
-	mtu = dev->args.max_mtu + ETH_L3_OVERHEAD;
-	if (info.max_mtu && mtu > info.max_mtu) {
-		uint32_t m = 4096;
+	/* The largest path MTU whose frames the port takes (its MTU, and its
+	 * frame limit: memif, for one, carries 1518-byte frames at most). */
+	{
+		uint32_t lim = info.max_mtu ? info.max_mtu : UINT16_MAX;
+		uint32_t m = dev->args.max_mtu;
 
-		while (m > 256 && m + ETH_L3_OVERHEAD > info.max_mtu)
+		if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
+			lim = RTE_MIN(lim, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+				      RTE_ETHER_CRC_LEN);
+		while (m > 256 && m + ETH_L3_OVERHEAD > lim)
 			m >>= 1;
-		DROCE_LOG(WARNING, "port %u: max MTU %u; path MTU limited to %u",
-			  port, info.max_mtu, m);
+		if (m + ETH_L3_OVERHEAD > lim) {
+			DROCE_LOG(ERR, "port %u: frames of at most %u bytes carry no RoCE path MTU",
+				  port, lim);
+			return -EINVAL;
+		}
+		if (m != dev->args.max_mtu)
+			DROCE_LOG(WARNING, "port %u: MTU limit %u bytes; path MTU limited to %u",
+				  port, lim, m);
 		dev->args.max_mtu = m;
 		mtu = m + ETH_L3_OVERHEAD;
+		if (info.min_mtu && mtu < info.min_mtu)
+			mtu = info.min_mtu;
 	}
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = mtu;
