@@ -81,27 +81,72 @@ int droce_env_init(void);
  */
 int droce_poll(struct ibv_context *ctx);
 
-/* Per-device counters (a stable subset; more are in telemetry later). */
+/*
+ * Counters. One X-macro list drives the struct, droce_dev_stats_dump() and
+ * the telemetry endpoints (/droce/stats,<dev>), so the three never disagree.
+ */
+#define DROCE_DEV_STATS(X) \
+	X(tx_pkts, "frames sent") \
+	X(rx_pkts, "RoCE frames accepted (ICRC good, for us)") \
+	X(tx_bytes, "bytes sent") \
+	X(rx_bytes, "bytes accepted") \
+	X(rx_icrc_err, "dropped: bad ICRC") \
+	X(rx_malformed, "dropped: failed parsing or wrong transport") \
+	X(rx_no_qp, "dropped: unknown or destroyed QP") \
+	X(rx_not_roce, "not RoCE (or not for our address), not ARP") \
+	X(rx_seq_err, "requests out of sequence (PSN ahead)") \
+	X(rx_dup, "duplicate requests or stale responses") \
+	X(tx_acks, "ACKs sent") \
+	X(tx_naks, "NAKs sent, all kinds, RNR included") \
+	X(rx_naks, "NAKs received, all kinds, RNR included") \
+	X(tx_nak_seq, "NAK PSN sequence error sent") \
+	X(tx_nak_inv_req, "NAK invalid request sent") \
+	X(tx_nak_rem_access, "NAK remote access error sent") \
+	X(tx_nak_rem_op, "NAK remote operational error sent") \
+	X(tx_rnr_naks, "RNR NAKs sent") \
+	X(rx_nak_seq, "NAK PSN sequence error received") \
+	X(rx_nak_inv_req, "NAK invalid request received") \
+	X(rx_nak_rem_access, "NAK remote access error received") \
+	X(rx_nak_rem_op, "NAK remote operational error received") \
+	X(rx_rnr_naks, "RNR NAKs received") \
+	X(retransmits, "go-back-N restarts") \
+	X(timeouts, "local ACK timeouts") \
+	X(retry_exc, "QPs failed: transport retries exhausted") \
+	X(rnr_retry_exc, "QPs failed: RNR retries exhausted") \
+	X(atomic_replays, "duplicate atomics answered from the cache") \
+	X(read_replays, "duplicate READs executed again") \
+	X(arp_tx, "ARP frames sent") \
+	X(arp_rx, "ARP frames received") \
+	X(arp_fail, "peers that never answered ARP") \
+	X(tx_full, "tx bursts the port took only in part (retried)")
+
 struct droce_dev_stats {
-	uint64_t tx_pkts;
-	uint64_t rx_pkts;
-	uint64_t tx_bytes;
-	uint64_t rx_bytes;
-	uint64_t rx_icrc_err;		/* dropped: bad ICRC */
-	uint64_t rx_malformed;		/* dropped: failed roce_parse */
-	uint64_t rx_no_qp;		/* dropped: unknown/destroyed QP */
-	uint64_t rx_not_roce;		/* not RoCE and not ARP for us */
-	uint64_t rx_seq_err;		/* out-of-sequence requests */
-	uint64_t rx_dup;		/* duplicate requests */
-	uint64_t tx_acks;
-	uint64_t tx_naks;
-	uint64_t rx_naks;
-	uint64_t arp_tx;
-	uint64_t arp_rx;
-	uint64_t arp_fail;		/* peers that never answered */
-	uint64_t tx_full;		/* tx_burst returned short (retried) */
-	uint64_t retransmits;
+#define DROCE_STAT_FIELD(name, help) uint64_t name;
+	DROCE_DEV_STATS(DROCE_STAT_FIELD)
+#undef DROCE_STAT_FIELD
 };
+
+#define DROCE_QP_STATS(X) \
+	X(tx_pkts, "packets sent (requests and responses)") \
+	X(rx_pkts, "packets received") \
+	X(retransmits, "go-back-N restarts") \
+	X(timeouts, "local ACK timeouts") \
+	X(dup, "duplicate requests or stale responses") \
+	X(seq_err, "requests out of sequence") \
+	X(naks_tx, "NAKs sent (RNR included)") \
+	X(naks_rx, "NAKs received (RNR included)") \
+	X(rnr_naks_tx, "RNR NAKs sent") \
+	X(rnr_naks_rx, "RNR NAKs received")
+
+struct droce_qp_stats {
+#define DROCE_STAT_FIELD(name, help) uint64_t name;
+	DROCE_QP_STATS(DROCE_STAT_FIELD)
+#undef DROCE_STAT_FIELD
+};
+
+/* A QP's counters and transport state; 0 or a negative errno. */
+int droce_qp_stats_get(struct ibv_qp *qp, struct droce_qp_stats *st);
+
 int droce_dev_stats_get(struct ibv_context *ctx, struct droce_dev_stats *st);
 void droce_dev_stats_dump(struct ibv_context *ctx, FILE *f);
 

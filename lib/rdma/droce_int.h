@@ -274,12 +274,7 @@ struct droce_qp {
 		uint64_t orig;
 	} atm_cache[DROCE_READ_JOBS];
 	uint32_t atm_next;
-	/* counters */
-	uint64_t cnt_tx_pkts;
-	uint64_t cnt_rx_pkts;
-	uint64_t cnt_retrans;
-	uint64_t cnt_dup;
-	uint64_t cnt_seq_err;
+	struct droce_qp_stats st;	/* engine-written counters */
 };
 
 static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)

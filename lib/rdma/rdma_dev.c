@@ -332,18 +332,25 @@ int droce_dev_stats_get(struct ibv_context *ctx, struct droce_dev_stats *st)
 void droce_dev_stats_dump(struct ibv_context *ctx, FILE *f)
 {
 	struct droce_dev_stats s;
+	const char *sep = "";
 
 	if (droce_dev_stats_get(ctx, &s))
 		return;
-	fprintf(f, "%s: tx %" PRIu64 " pkts %" PRIu64 " B, rx %" PRIu64 " pkts %"
-		PRIu64 " B, acks %" PRIu64 ", naks tx %" PRIu64 " rx %" PRIu64
-		", icrc_err %" PRIu64 ", malformed %" PRIu64 ", no_qp %" PRIu64
-		", seq_err %" PRIu64 ", dup %" PRIu64 ", retrans %" PRIu64
-		", arp tx %" PRIu64 " rx %" PRIu64 " fail %" PRIu64 "\n",
-		droce_dev_of_ctx(ctx)->args.name, s.tx_pkts, s.tx_bytes,
-		s.rx_pkts, s.rx_bytes, s.tx_acks, s.tx_naks, s.rx_naks,
-		s.rx_icrc_err, s.rx_malformed, s.rx_no_qp, s.rx_seq_err,
-		s.rx_dup, s.retransmits, s.arp_tx, s.arp_rx, s.arp_fail);
+	fprintf(f, "%s:", droce_dev_of_ctx(ctx)->args.name);
+	/* Only what happened: a zero counter says nothing. */
+#define DROCE_STAT_PRINT(name, help) \
+	if (s.name) { fprintf(f, "%s %s %" PRIu64, sep, #name, s.name); sep = ","; }
+	DROCE_DEV_STATS(DROCE_STAT_PRINT)
+#undef DROCE_STAT_PRINT
+	fprintf(f, "\n");
+}
+
+int droce_qp_stats_get(struct ibv_qp *ibqp, struct droce_qp_stats *st)
+{
+	if (ibqp == NULL || st == NULL)
+		return -EINVAL;
+	memcpy(st, &droce_qp_of(ibqp)->st, sizeof(*st));
+	return 0;
 }
 
 /* -------------------------------------------------- device list / open */

@@ -94,11 +94,15 @@ static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
 		uint64_t wait;
 
 		qp->dev->st.rx_naks++;
+		qp->dev->st.rx_rnr_naks++;
+		qp->st.naks_rx++;
+		qp->st.rnr_naks_rx++;
 		ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
 		if (qp->state != IBV_QPS_RTS)
 			return;
 		/* rnr_retry 7 means retry for ever (IBTA 9.7.5.2.8). */
 		if (qp->rnr_retry != 7 && qp->req_rnr_retries >= qp->rnr_retry) {
+			qp->dev->st.rnr_retry_exc++;
 			nak_fail(qp, psn, IBV_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -113,19 +117,24 @@ static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
 	}
 	case ROCE_AETH_NAK:
 		qp->dev->st.rx_naks++;
+		qp->st.naks_rx++;
 		switch (syn & 0x1f) {
 		case ROCE_NAK_PSN_SEQ_ERR:
+			qp->dev->st.rx_nak_seq++;
 			ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
 			if (qp->state == IBV_QPS_RTS)
 				eth_req_retransmit(qp, psn);
 			return;
 		case ROCE_NAK_INVALID_REQ:
+			qp->dev->st.rx_nak_inv_req++;
 			nak_fail(qp, psn, IBV_WC_REM_INV_REQ_ERR);
 			return;
 		case ROCE_NAK_REMOTE_ACCESS:
+			qp->dev->st.rx_nak_rem_access++;
 			nak_fail(qp, psn, IBV_WC_REM_ACCESS_ERR);
 			return;
 		case ROCE_NAK_REMOTE_OP:
+			qp->dev->st.rx_nak_rem_op++;
 			nak_fail(qp, psn, IBV_WC_REM_OP_ERR);
 			return;
 		case ROCE_NAK_INVALID_RD_REQ:

@@ -464,7 +464,7 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		}
 		if (!send_one(qp, &v, st))
 			break;
-		qp->cnt_tx_pkts++;
+		qp->st.tx_pkts++;
 		(*budget)--;
 	}
 	if (qp->req_una_psn != qp->req_psn)
@@ -503,7 +503,7 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 		}
 	}
 	qp->req_rd_outstanding = rd;
-	qp->cnt_retrans++;
+	qp->st.retransmits++;
 	qp->dev->st.retransmits++;
 	eth_qp_activate(qp->eng, qp);
 }
@@ -527,7 +527,10 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 	}
 	if (qp->req_una_psn == qp->req_psn)
 		return;	/* everything was acknowledged meanwhile */
+	qp->st.timeouts++;
+	qp->dev->st.timeouts++;
 	if (qp->req_retries >= qp->retry_cnt) {
+		qp->dev->st.retry_exc++;
 		DROCE_LOG(ERR, "QP 0x%x: no response from QP 0x%x after %u retries",
 			  qp->ex.qp_base.qp_num, qp->dest_qpn, qp->retry_cnt);
 		fail_current(qp, qp->req_acked, IBV_WC_RETRY_EXC_ERR);

@@ -317,7 +317,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			if (unlikely(m == NULL))
 				return;
 			eth_finish(qp->dev, m, &p);
-			qp->cnt_tx_pkts++;
+			qp->st.tx_pkts++;
 			(*budget)--;
 			qp->rd_head++;
 			continue;
@@ -337,7 +337,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		eth_finish(qp->dev, m, &p);
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
-		qp->cnt_tx_pkts++;
+		qp->st.tx_pkts++;
 		(*budget)--;
 		if (last)
 			qp->rd_head++;
@@ -390,7 +390,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	d = roce_psn_diff(p->psn, qp->resp_epsn);
 	if (d > 0) {
 		/* A gap: NAK once per expected PSN, drop until it arrives. */
-		qp->cnt_seq_err++;
+		qp->st.seq_err++;
 		qp->dev->st.rx_seq_err++;
 		if (!(qp->flags & DROCE_QPF_NAK_SENT)) {
 			qp->flags |= DROCE_QPF_NAK_SENT;
@@ -402,7 +402,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	if (d < 0) {
 		/* Duplicate (IBTA 9.7.5.1.2): acknowledge, never re-execute a
 		 * SEND or WRITE. A duplicate READ is answered again. */
-		qp->cnt_dup++;
+		qp->st.dup++;
 		qp->dev->st.rx_dup++;
 		if (op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD) {
 			/* Answer from the cache; never execute twice. */
@@ -410,6 +410,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 				if (qp->atm_cache[i].valid &&
 				    qp->atm_cache[i].psn == p->psn &&
 				    qp->rd_tail - qp->rd_head < DROCE_READ_JOBS) {
+					qp->dev->st.atomic_replays++;
 					queue_atomic_ack(qp, p->psn,
 							 qp->atm_cache[i].orig);
 					break;
@@ -430,6 +431,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 				if (src == NULL)
 					return;
 			}
+			qp->dev->st.read_replays++;
 			j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
 			j->atomic = false;
 			j->host = src;

@@ -130,7 +130,7 @@ static void rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_malformed++;
 		return;
 	}
-	qp->cnt_rx_pkts++;
+	qp->st.rx_pkts++;
 	if (oi->flags & ROCE_OPF_REQ)
 		eth_resp_rx(qp, &p, m);
 	else if (oi->flags & ROCE_OPF_RESP)

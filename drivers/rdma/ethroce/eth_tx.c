@@ -84,6 +84,31 @@ int eth_tx_flush(struct droce_dev *dev)
 	return (int)sent;
 }
 
+static void count_ack_tx(struct droce_qp *qp, uint8_t syndrome)
+{
+	struct droce_dev_stats *d = &qp->dev->st;
+
+	switch (syndrome & ROCE_AETH_CLASS_MASK) {
+	case ROCE_AETH_ACK:
+		d->tx_acks++;
+		return;
+	case ROCE_AETH_RNR_NAK:
+		d->tx_rnr_naks++;
+		qp->st.rnr_naks_tx++;
+		break;
+	default:
+		switch (syndrome & 0x1f) {
+		case ROCE_NAK_PSN_SEQ_ERR: d->tx_nak_seq++; break;
+		case ROCE_NAK_INVALID_REQ: d->tx_nak_inv_req++; break;
+		case ROCE_NAK_REMOTE_ACCESS: d->tx_nak_rem_access++; break;
+		default: d->tx_nak_rem_op++; break;
+		}
+		break;
+	}
+	d->tx_naks++;
+	qp->st.naks_tx++;
+}
+
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	struct roce_pkt p = qp->tmpl;
@@ -97,9 +122,6 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 	m = eth_build(qp, &p, 0, &pl);
 	if (unlikely(m == NULL))
 		return;	/* the requester's timer recovers a lost ACK */
-	if ((syndrome & ROCE_AETH_CLASS_MASK) == ROCE_AETH_ACK)
-		qp->dev->st.tx_acks++;
-	else
-		qp->dev->st.tx_naks++;
+	count_ack_tx(qp, syndrome);
 	eth_finish(qp->dev, m, &p);
 }
