@@ -28,6 +28,14 @@
 #include "roce.h"
 
 extern int droce_logtype;
+/* Per-packet trace: --log-level=droce.trace:debug (one branch when off). */
+extern int droce_trace_logtype;
+void droce_trace_pkt(const char *dir, const char *dev,
+		     const struct roce_pkt *p);
+#define DROCE_TRACE(dir, dev, p) do { \
+	if (unlikely(rte_log_can_log(droce_trace_logtype, RTE_LOG_DEBUG))) \
+		droce_trace_pkt(dir, dev, p); \
+} while (0)
 #define DROCE_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, droce_logtype, "droce: " fmt "\n", ##__VA_ARGS__)
 
@@ -236,7 +244,11 @@ struct droce_qp {
 	uint32_t flags __rte_cache_aligned;
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */
-	struct droce_qp *timer_next;	/* engine timer list */
+	struct droce_qp *timer_next;	/* engine timer wheel slot */
+	struct droce_qp **timer_pprev;
+	uint64_t timer_tick;		/* the slot's tick it is filed under */
+	struct droce_qp *arp_next;	/* engine list of QPs waiting for ARP */
+	uint64_t arp_poll_tsc;		/* next look at the neighbour table */
 	/* requester */
 	struct droce_swqe_state *sq_state;
 	uint32_t req_next;		/* next WQE to start */

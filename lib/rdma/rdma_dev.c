@@ -21,6 +21,24 @@
 #undef ibv_query_port
 
 RTE_LOG_REGISTER(droce_logtype, droce, INFO);
+RTE_LOG_REGISTER(droce_trace_logtype, droce.trace, NOTICE);
+
+void droce_trace_pkt(const char *dir, const char *dev, const struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	char ext[96] = "";
+
+	if (oi->flags & ROCE_OPF_AETH)
+		snprintf(ext, sizeof(ext), " aeth 0x%02x msn %u", p->aeth_syndrome,
+			 p->aeth_msn);
+	else if (oi->flags & ROCE_OPF_RETH)
+		snprintf(ext, sizeof(ext), " va 0x%" PRIx64 " rkey 0x%x len %u",
+			 p->reth_va, p->reth_rkey, p->reth_len);
+	rte_log(RTE_LOG_DEBUG, droce_trace_logtype,
+		"%s %s qp 0x%06x psn 0x%06x %s%s%s payload %u\n", dev, dir,
+		p->dest_qp, p->psn, oi->name ? oi->name : "?",
+		p->ack_req ? " A" : "", ext, p->payload_len);
+}
 
 struct droce_dev *droce_devs[DROCE_MAX_DEVS];
 uint32_t droce_nb_devs;

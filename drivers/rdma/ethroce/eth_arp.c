@@ -120,14 +120,12 @@ void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 		return;
 	rte_ether_addr_copy(mac, &n->mac);
 	n->resolved = true;
-	/* Wake QPs that waited for this peer (they sit on the timer list). */
-	for (struct droce_qp *qp = eng->timer_head; qp; qp = qp->timer_next) {
+	/* Wake the QPs that waited for this peer. */
+	for (struct droce_qp *qp = eng->arp_wait, *next; qp; qp = next) {
+		next = qp->arp_next;
 		if (qp->dev == dev && qp->dst_ip == ip) {
-			qp->tmpl_ready = false;	/* re-resolve: the MAC may differ */
-			if (qp->flags & DROCE_QPF_ARP_WAIT) {
-				qp->flags &= ~DROCE_QPF_ARP_WAIT;
-				eth_qp_activate(eng, qp);
-			}
+			eth_qp_arp_done(eng, qp);
+			eth_qp_activate(eng, qp);
 		}
 	}
 	/* A changed MAC must reach templates of QPs not on the timer list. */

@@ -37,13 +37,70 @@ void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp)
 	eng->active_tail = qp;
 }
 
+/* The earliest thing a QP's timer must wake it for, or 0. */
+static inline uint64_t qp_deadline(const struct droce_qp *qp)
+{
+	uint64_t d = qp->req_timer_tsc;
+
+	if ((qp->flags & DROCE_QPF_ARP_WAIT) && (d == 0 || qp->arp_poll_tsc < d))
+		d = qp->arp_poll_tsc;
+	return d;
+}
+
+static void wheel_unlink(struct droce_qp *qp)
+{
+	*qp->timer_pprev = qp->timer_next;
+	if (qp->timer_next)
+		qp->timer_next->timer_pprev = qp->timer_pprev;
+	qp->flags &= ~DROCE_QPF_ON_TIMER;
+}
+
 void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp)
 {
-	if (qp->flags & DROCE_QPF_ON_TIMER)
+	uint64_t d = qp_deadline(qp), tick;
+	struct droce_qp **slot;
+
+	if (d == 0)
 		return;
+	tick = RTE_MAX(d >> eng->tick_shift, eng->wheel_tick + 1);
+	if (qp->flags & DROCE_QPF_ON_TIMER) {
+		if (qp->timer_tick <= tick)
+			return;	/* filed earlier: its visit re-files it */
+		wheel_unlink(qp);
+	}
+	slot = &eng->wheel[tick & (ETH_WHEEL_SLOTS - 1)];
+	qp->timer_next = *slot;
+	if (*slot)
+		(*slot)->timer_pprev = &qp->timer_next;
+	qp->timer_pprev = slot;
+	*slot = qp;
+	qp->timer_tick = tick;
 	qp->flags |= DROCE_QPF_ON_TIMER;
-	qp->timer_next = eng->timer_head;
-	eng->timer_head = qp;
+}
+
+void eth_qp_arp_wait(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (!(qp->flags & DROCE_QPF_ARP_WAIT)) {
+		qp->flags |= DROCE_QPF_ARP_WAIT;
+		qp->arp_next = eng->arp_wait;
+		eng->arp_wait = qp;
+	}
+	qp->arp_poll_tsc = eth_now() + eng->tsc_hz / 1000000 * ETH_ARP_POLL_US;
+	eth_qp_timer_arm(eng, qp);
+}
+
+void eth_qp_arp_done(struct droce_engine *eng, struct droce_qp *qp)
+{
+	struct droce_qp **pp;
+
+	if (!(qp->flags & DROCE_QPF_ARP_WAIT))
+		return;
+	qp->flags &= ~DROCE_QPF_ARP_WAIT;
+	for (pp = &eng->arp_wait; *pp; pp = &(*pp)->arp_next)
+		if (*pp == qp) {
+			*pp = qp->arp_next;
+			break;
+		}
 }
 
 static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
@@ -60,14 +117,9 @@ static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
 			}
 		}
 	}
-	if (qp->flags & DROCE_QPF_ON_TIMER) {
-		for (pp = &eng->timer_head; *pp; pp = &(*pp)->timer_next) {
-			if (*pp == qp) {
-				*pp = qp->timer_next;
-				break;
-			}
-		}
-	}
+	if (qp->flags & DROCE_QPF_ON_TIMER)
+		wheel_unlink(qp);
+	eth_qp_arp_done(eng, qp);
 	qp->flags &= ~(DROCE_QPF_ON_ACTIVE | DROCE_QPF_ON_TIMER);
 }
 
@@ -145,17 +197,33 @@ static int run_active(struct droce_engine *eng)
 
 static void run_timers(struct droce_engine *eng, uint64_t now)
 {
-	struct droce_qp *qp, **pp = &eng->timer_head;
+	uint64_t now_tick = now >> eng->tick_shift;
 
+	/* After a long stall, one lap of the wheel visits every QP. */
+	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
+		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
 	for (uint32_t i = 0; i < eng->nb_devs; i++)
 		eth_arp_timer(eng->devs[i], now);
-	while ((qp = *pp) != NULL) {
-		eth_req_timer(qp, now);
-		if (qp->req_timer_tsc == 0 && !(qp->flags & DROCE_QPF_ARP_WAIT)) {
-			*pp = qp->timer_next;
+	while (eng->wheel_tick < now_tick) {
+		struct droce_qp **slot, *qp, *next;
+
+		eng->wheel_tick++;
+		slot = &eng->wheel[eng->wheel_tick & (ETH_WHEEL_SLOTS - 1)];
+		qp = *slot;
+		*slot = NULL;
+		for (; qp; qp = next) {
+			uint64_t d;
+
+			next = qp->timer_next;
 			qp->flags &= ~DROCE_QPF_ON_TIMER;
-		} else {
-			pp = &qp->timer_next;
+			d = qp_deadline(qp);
+			if (d == 0)
+				continue;		/* disarmed meanwhile */
+			if ((d >> eng->tick_shift) <= now_tick)
+				eth_req_timer(qp, now);
+			/* Re-file whatever is still armed (moved later, or a
+			 * second deadline, e.g. ARP polling and a retransmit). */
+			eth_qp_timer_arm(eng, qp);
 		}
 	}
 }
@@ -185,10 +253,8 @@ int eth_engine_iter(struct droce_engine *eng)
 		if (eng->devs[i]->txq_len)
 			n += eth_tx_flush(eng->devs[i]);
 	now = eth_now();
-	if (now >= eng->next_timer_tsc) {
-		eng->next_timer_tsc = now + eng->timer_period;
+	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
-	}
 	run_exec(eng);
 	eng->loops++;
 	if (n)
@@ -281,7 +347,10 @@ static struct droce_engine *engine_new(int lcore)
 	}
 	eng->lcore = lcore;
 	eng->tsc_hz = rte_get_tsc_hz();
-	eng->timer_period = eng->tsc_hz / 1000000 * ETH_TIMER_PERIOD_US;
+	eng->tick_shift = 0;
+	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
+		eng->tick_shift++;
+	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
 	rte_spinlock_init(&eng->exec_lock);
 	rte_spinlock_init(&eng->app_lock);
 	return eng;

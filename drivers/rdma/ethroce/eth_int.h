@@ -19,7 +19,9 @@
 #define ETH_TXQ_CAP		4096
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
 #define ETH_REQ_WINDOW		1024	/* unacknowledged PSNs per QP */
-#define ETH_TIMER_PERIOD_US	50
+#define ETH_WHEEL_SLOTS		1024	/* power of two */
+#define ETH_TICK_US		50
+#define ETH_ARP_POLL_US		1000
 #define ETH_ARP_RETRY_MS	100
 
 struct droce_engine {
@@ -30,10 +32,16 @@ struct droce_engine {
 	/* active list: QPs with something to transmit (FIFO) */
 	struct droce_qp *active_head;
 	struct droce_qp *active_tail;
-	/* QPs with an armed timer or waiting for ARP */
-	struct droce_qp *timer_head;
-	uint64_t next_timer_tsc;
-	uint64_t timer_period;
+	/*
+	 * Timers: a hashed wheel of ETH_WHEEL_SLOTS ticks of 2^tick_shift TSC
+	 * cycles (~50 us). A QP is filed under the tick of its deadline; a
+	 * visit re-files it if its deadline moved later, so arming is O(1)
+	 * and an idle engine pays one shift and compare per poll.
+	 */
+	struct droce_qp *wheel[ETH_WHEEL_SLOTS];
+	uint64_t wheel_tick;		/* last tick processed */
+	unsigned int tick_shift;
+	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
 	uint64_t tsc_hz;
 	/* control */
 	volatile bool stop;
@@ -54,6 +62,8 @@ struct droce_engine {
 /* eth_engine.c */
 void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp);
 void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp);
+void eth_qp_arp_wait(struct droce_engine *eng, struct droce_qp *qp);
+void eth_qp_arp_done(struct droce_engine *eng, struct droce_qp *qp);
 int eth_engine_iter(struct droce_engine *eng);
 int eth_engine_attach(struct droce_dev *dev);
 void eth_engine_detach(struct droce_dev *dev);

@@ -258,11 +258,11 @@ static bool qp_resolve(struct droce_qp *qp)
 	if (eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed)) {
 		memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
 		qp->tmpl_ready = true;
-		qp->flags &= ~DROCE_QPF_ARP_WAIT;
+		eth_qp_arp_done(qp->eng, qp);
 		return true;
 	}
 	if (failed) {
-		qp->flags &= ~DROCE_QPF_ARP_WAIT;
+		eth_qp_arp_done(qp->eng, qp);
 		if (qp->req_acked != __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE)) {
 			/* Start the oldest WQE's record so its CQE is complete. */
 			struct wqe_view v;
@@ -278,8 +278,7 @@ static bool qp_resolve(struct droce_qp *qp)
 		}
 		return false;
 	}
-	qp->flags |= DROCE_QPF_ARP_WAIT;
-	eth_qp_timer_arm(qp->eng, qp);
+	eth_qp_arp_wait(qp->eng, qp);
 	return false;
 }
 
@@ -486,8 +485,12 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 		w++;
 	}
 	if (w == qp->req_cur && qp->req_off == 0 &&
-	    roce_psn_diff(psn, qp->req_psn) >= 0)
-		return;	/* nothing of that is outstanding */
+	    roce_psn_diff(psn, qp->req_psn) >= 0) {
+		/* Already rewound (a NAK came before the RNR timer, say): what
+		 * remains is to send, which a waiting QP may not be doing. */
+		eth_qp_activate(qp->eng, qp);
+		return;
+	}
 	if (w != qp->req_cur || qp->req_off) {
 		struct droce_swqe_state *st = &qp->sq_state[w & (qp->sq_cnt - 1)];
 		int32_t d = roce_psn_diff(psn, st->psn_first);
@@ -510,10 +513,9 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 
 void eth_req_timer(struct droce_qp *qp, uint64_t now)
 {
-	if (qp->flags & DROCE_QPF_ARP_WAIT) {
+	if ((qp->flags & DROCE_QPF_ARP_WAIT) && now >= qp->arp_poll_tsc) {
 		if (qp_resolve(qp))
 			eth_qp_activate(qp->eng, qp);
-		return;
 	}
 	if (qp->req_timer_tsc == 0 || now < qp->req_timer_tsc)
 		return;

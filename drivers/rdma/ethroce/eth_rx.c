@@ -110,6 +110,7 @@ static void rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	}
 	dev->st.rx_pkts++;
 	dev->st.rx_bytes += m->pkt_len;
+	DROCE_TRACE("rx", dev->args.name, &p);
 	qp = droce_qp_lookup(dev, p.dest_qp);
 	if (unlikely(qp == NULL || qp->state == IBV_QPS_RESET)) {
 		dev->st.rx_no_qp++;

@@ -47,6 +47,7 @@ void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
 	memset(end - p->pad, 0, p->pad);
 	roce_icrc_store(end, roce_icrc_frame(buf, p));
+	DROCE_TRACE("tx", dev->args.name, p);
 	eth_tx_enqueue(dev, m);
 }
 
