@@ -37,6 +37,9 @@ extern "C" {
  *   mac=xx:..:xx   override the port's MAC address
  *   nb_mbuf=N      mbufs in the device's pool (default 8191)
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)
+ *   impair=k:v/k:v  impair the port's traffic with lib/impair (see
+ *                  droce_impair.h and doc/impair.md), its kvargs written
+ *                  with ':' for '=' and '/' for ',': impair=seed:7/rx_drop:0.01
  * Returns the droce device index (>= 0) or a negative errno.
  * The port is configured (one rx and one tx queue) and started by droce.
  */
@@ -149,6 +152,15 @@ int droce_qp_stats_get(struct ibv_qp *qp, struct droce_qp_stats *st);
 
 int droce_dev_stats_get(struct ibv_context *ctx, struct droce_dev_stats *st);
 void droce_dev_stats_dump(struct ibv_context *ctx, FILE *f);
+
+/*
+ * Attach the link impairer to a device's port, or change its settings while
+ * traffic flows (kvargs as in droce_impair.h). 0 or a negative errno.
+ * droce_dev_impairer() gives the handle (for droce_impair_stats), or NULL.
+ */
+struct droce_impair;
+int droce_dev_impair(struct ibv_context *ctx, const char *kvargs);
+struct droce_impair *droce_dev_impairer(struct ibv_context *ctx);
 
 /* The ethdev port behind a droce device, or -1. */
 int droce_dev_port_id(struct ibv_context *ctx);

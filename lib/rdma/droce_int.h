@@ -58,6 +58,7 @@ void droce_trace_pkt(const char *dir, const char *dev,
 struct droce_dev;
 struct droce_engine;
 struct droce_qp;
+struct droce_impair;
 
 /* ---------------------------------------------------------------- rings */
 
@@ -149,6 +150,7 @@ struct droce_swqe_state {
 	uint8_t flags;			/* fm_ce_se */
 	uint8_t status;			/* IBV_WC_SUCCESS unless failed */
 	uint8_t done;			/* READ/atomic response arrived */
+	uint8_t rd_counted;		/* counted in req_rd_outstanding */
 	uint32_t rcvd;			/* READ response packets placed */
 };
 
@@ -156,6 +158,7 @@ struct droce_swqe_state {
  * original value. Both leave in PSN order through one queue. */
 struct droce_read_job {
 	bool atomic;
+	bool replay;			/* answers a duplicate request */
 	uint64_t orig;			/* atomic: value before the operation */
 	uint8_t *host;			/* validated source */
 	uint32_t len;
@@ -166,7 +169,8 @@ struct droce_read_job {
 	uint32_t msn;			/* MSN to report in the AETH */
 };
 
-#define DROCE_READ_JOBS		16	/* >= DROCE_MAX_RD_ATOMIC, power of two */
+/* Response queue: DROCE_MAX_RD_ATOMIC originals plus room for replays. */
+#define DROCE_READ_JOBS		32	/* power of two */
 
 enum droce_qp_flags {
 	DROCE_QPF_ON_ACTIVE = 1u << 0,	/* linked on the engine's active list */
@@ -256,12 +260,20 @@ struct droce_qp {
 	uint32_t req_off;		/* bytes of req_cur already sent */
 	uint32_t req_psn;		/* next PSN to send */
 	uint32_t req_acked;		/* oldest WQE not yet completed */
+	uint32_t req_hwm;		/* one past the newest WQE ever started:
+					 * [req_acked, req_hwm) have PSN ranges,
+					 * whatever a go-back-N did to req_cur */
+	uint32_t req_psn_max;		/* one past the newest PSN ever sent */
 	uint32_t req_una_psn;		/* oldest unacknowledged PSN */
 	uint32_t req_rd_outstanding;	/* READs/atomics in flight */
 	uint64_t req_timer_tsc;		/* retransmit/RNR deadline; 0 = off */
 	uint32_t req_retries;
 	uint32_t req_rnr_retries;
 	bool req_rnr_wait;
+	bool req_seq_nak_seen;		/* a PSN sequence NAK was acted on ... */
+	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
+	bool req_gap_seen;		/* a READ response gap was re-requested ... */
+	uint32_t req_gap_psn;		/* ... from this PSN */
 	/* responder */
 	uint32_t resp_epsn;		/* expected PSN */
 	uint32_t resp_msn;
@@ -278,6 +290,7 @@ struct droce_qp {
 	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
 	uint32_t rd_head;		/* next job to transmit */
 	uint32_t rd_tail;		/* next free slot */
+	uint32_t rd_replays;		/* of the queued jobs, replays */
 	/* Results of recent atomics, so a duplicate is answered and never
 	 * executed twice (IBTA 9.7.5.3.3); max_dest_rd_atomic entries used. */
 	struct {
@@ -316,6 +329,7 @@ struct droce_devargs {
 	struct rte_ether_addr mac;
 	uint32_t nb_mbuf;
 	uint32_t arp_timeout_ms;
+	char impair[256];		/* link impairer kvargs ("" = none) */
 };
 
 struct droce_dev {
@@ -327,6 +341,7 @@ struct droce_dev {
 	union ibv_gid gid[2];
 	struct droce_engine *eng;
 	struct rte_mempool *pool;
+	struct droce_impair *impair;	/* lib/impair on this port, or NULL */
 	uint32_t ctx_refcnt;
 
 	/* object tables (control path writes under the device lock) */

@@ -116,6 +116,23 @@ static int parse_name(const char *key __rte_unused, const char *v, void *out)
 	return 0;
 }
 
+/*
+ * impair=k:v/k:v... : the link impairer's kvargs with ':' for '=' and '/'
+ * for ',' (rte_kvargs cannot nest them). E.g. impair=seed:7/rx_drop:0.01
+ */
+static int parse_impair(const char *key __rte_unused, const char *v, void *out)
+{
+	struct droce_devargs *a = out;
+	size_t i;
+
+	if (strlen(v) >= sizeof(a->impair))
+		return -EINVAL;
+	for (i = 0; v[i]; i++)
+		a->impair[i] = v[i] == ':' ? '=' : v[i] == '/' ? ',' : v[i];
+	a->impair[i] = '\0';
+	return 0;
+}
+
 static int parse_mac(const char *key __rte_unused, const char *v, void *out)
 {
 	struct droce_devargs *a = out;
@@ -130,7 +147,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 {
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
-		"arp_timeout_ms", "port", NULL
+		"arp_timeout_ms", "port", "impair", NULL
 	};
 	struct rte_kvargs *kv;
 	int ret = 0;
@@ -157,7 +174,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "mac", parse_mac, a) ||
 	    rte_kvargs_process(kv, "nb_mbuf", parse_u32, &a->nb_mbuf) ||
 	    rte_kvargs_process(kv, "arp_timeout_ms", parse_u32,
-			       &a->arp_timeout_ms)) {
+			       &a->arp_timeout_ms) ||
+	    rte_kvargs_process(kv, "impair", parse_impair, a)) {
 		ret = -EINVAL;
 		goto out;
 	}

@@ -434,6 +434,7 @@ static void modify_apply(void *arg)
 		build_template(qp);
 	if (j->new == IBV_QPS_RTS && j->old == IBV_QPS_RTR) {
 		qp->req_psn = qp->sq_psn;
+		qp->req_psn_max = qp->sq_psn;
 		qp->req_una_psn = qp->sq_psn;
 	}
 	__atomic_store_n(&qp->state, j->new, __ATOMIC_RELEASE);

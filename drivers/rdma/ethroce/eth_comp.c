@@ -28,16 +28,19 @@ static void publish_sq_ci(struct droce_qp *qp)
 	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
 }
 
-/* Retire WQEs whose last PSN is at or before `psn`. */
+/*
+ * Retire, in order, the WQEs whose last PSN is at or before `psn` (and
+ * whose response data arrived). Runs for any acknowledgement, new or
+ * late: a WQE can finish after a go-back-N already moved req_cur back to
+ * it, and then the requester skips ahead instead of sending it again.
+ */
 static void ack_upto(struct droce_qp *qp, uint32_t psn)
 {
 	uint32_t next = roce_psn_add(psn, 1);
 
-	if (roce_psn_diff(next, qp->req_una_psn) <= 0)
-		return;	/* old news */
-	if (roce_psn_diff(next, qp->req_psn) > 0)
+	if (roce_psn_diff(next, qp->req_psn_max) > 0)
 		return;	/* acknowledges what we never sent: ignore */
-	while (qp->req_acked != qp->req_cur) {
+	while (qp->req_acked != qp->req_hwm) {
 		struct droce_swqe_state *st =
 			&qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
 
@@ -54,17 +57,33 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 		if (op_is_rd_atomic(st->opcode) && !st->done) {
 			/* A later ACK implies the READ/atomic response was lost
 			 * (IBTA 9.7.7.2.1 implied NAK): ask again. */
-			qp->req_una_psn = st->psn_first;
+			if (roce_psn_diff(qp->req_una_psn, st->psn_first) > 0)
+				qp->req_una_psn = roce_psn_add(st->psn_first,
+							       st->rcvd);
 			publish_sq_ci(qp);
-			eth_req_retransmit(qp, st->psn_first);
+			eth_req_retransmit(qp, roce_psn_add(st->psn_first, st->rcvd));
 			return;
 		}
 		eth_complete_send(qp, qp->req_acked, IBV_WC_SUCCESS);
 		qp->req_acked++;
 	}
-	qp->req_una_psn = next;
-	qp->req_retries = 0;
-	qp->req_timer_tsc = 0;	/* progress: restart the clock */
+	if ((int32_t)(qp->req_acked - qp->req_cur) > 0) {
+		/* Completed past a rewind: resume after what is done. */
+		const struct droce_swqe_state *prev =
+			&qp->sq_state[(qp->req_acked - 1) & (qp->sq_cnt - 1)];
+
+		qp->req_cur = qp->req_acked;
+		qp->req_off = 0;
+		qp->req_psn = roce_psn_add(prev->psn_last, 1);
+	}
+	if (roce_psn_diff(next, qp->req_una_psn) > 0) {
+		qp->req_una_psn = next;
+		qp->req_retries = 0;
+		/* Progress restarts the clock for what is still outstanding. */
+		qp->req_timer_tsc = 0;
+		if (qp->req_una_psn != qp->req_psn_max && !qp->req_rnr_wait)
+			eth_req_arm_timer(qp);
+	}
 	publish_sq_ci(qp);
 	eth_qp_activate(qp->eng, qp);
 }
@@ -72,7 +91,7 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 static void nak_fail(struct droce_qp *qp, uint32_t psn, uint8_t status)
 {
 	ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
-	if (qp->state == IBV_QPS_ERR || qp->req_acked == qp->req_cur)
+	if (qp->state == IBV_QPS_ERR || qp->req_acked == qp->req_hwm)
 		return;
 	eth_complete_send(qp, qp->req_acked, status);
 	qp->req_acked++;
@@ -121,6 +140,15 @@ static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
 		switch (syn & 0x1f) {
 		case ROCE_NAK_PSN_SEQ_ERR:
 			qp->dev->st.rx_nak_seq++;
+			/* The responder NAKs an expected PSN once; the same
+			 * NAK again is a copy of that one (the link duplicated
+			 * it): going back twice would resend all twice. */
+			if (qp->req_seq_nak_seen && qp->req_seq_nak_psn == psn) {
+				qp->dev->st.rx_dup++;
+				return;
+			}
+			qp->req_seq_nak_seen = true;
+			qp->req_seq_nak_psn = psn;
 			ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
 			if (qp->state == IBV_QPS_RTS)
 				eth_req_retransmit(qp, psn);
@@ -161,13 +189,33 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 
 	/* Everything before the READ is implicitly acknowledged. */
 	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
-	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_cur)
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm)
 		return;
 	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
-	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done ||
-	    roce_psn_diff(p->psn, roce_psn_add(st->psn_first, st->rcvd)) != 0) {
-		qp->dev->st.rx_dup++;	/* stale or out of order: the timer retries */
+	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done) {
+		qp->dev->st.rx_dup++;
 		return;
+	}
+	{
+		uint32_t want_psn = roce_psn_add(st->psn_first, st->rcvd);
+		int32_t gap = roce_psn_diff(p->psn, want_psn);
+
+		if (gap < 0) {
+			qp->dev->st.rx_dup++;	/* already placed */
+			return;
+		}
+		if (gap > 0) {
+			/* A response was lost (IBTA 9.7.5.1.5): ask again from
+			 * the first missing one, once per missing PSN. */
+			qp->dev->st.rx_dup++;
+			qp->req_una_psn = want_psn;	/* not past the hole */
+			if (!qp->req_gap_seen || qp->req_gap_psn != want_psn) {
+				qp->req_gap_seen = true;
+				qp->req_gap_psn = want_psn;
+				eth_req_retransmit(qp, want_psn);
+			}
+			return;
+		}
 	}
 	off = st->rcvd * qp->mtu;
 	want = RTE_MIN(qp->mtu, st->length - RTE_MIN(off, st->length));
@@ -198,8 +246,7 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 	st->rcvd++;
 	if (st->rcvd == st->npkts) {
 		st->done = 1;
-		if (qp->req_rd_outstanding)
-			qp->req_rd_outstanding--;
+		eth_rd_uncount(qp, st);
 		ack_upto(qp, p->psn);
 	}
 }
@@ -212,7 +259,7 @@ static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
 	uint8_t *dst;
 
 	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
-	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_cur)
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm)
 		return;
 	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
 	if (!op_is_atomic(st->opcode) || st->done || st->psn_first != p->psn) {
@@ -235,8 +282,7 @@ static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
 	}
 	memcpy(dst, &p->atmack_orig, 8);
 	st->done = 1;
-	if (qp->req_rd_outstanding)
-		qp->req_rd_outstanding--;
+	eth_rd_uncount(qp, st);
 	ack_upto(qp, p->psn);
 }
 

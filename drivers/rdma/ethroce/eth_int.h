@@ -101,6 +101,8 @@ void eth_arp_timer(struct droce_dev *dev, uint64_t now);
 /* eth_req.c: requester */
 void eth_req_progress(struct droce_qp *qp, uint32_t *budget);
 void eth_req_timer(struct droce_qp *qp, uint64_t now);
+/* Arm the local ACK timer if PSNs are outstanding and it is not armed. */
+void eth_req_arm_timer(struct droce_qp *qp);
 void eth_req_retransmit(struct droce_qp *qp, uint32_t psn);
 void eth_qp_flush(struct droce_qp *qp);
 void eth_qp_error(struct droce_qp *qp);
@@ -136,6 +138,25 @@ static inline bool op_is_atomic(uint8_t op)
 static inline bool op_is_rd_atomic(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_READ || op_is_atomic(op);
+}
+
+/* req_rd_outstanding counts each READ/atomic request once while it waits
+ * for its response; a go-back-N un-counts what it will send again. */
+static inline void eth_rd_count(struct droce_qp *qp, struct droce_swqe_state *st)
+{
+	if (!st->rd_counted) {
+		st->rd_counted = 1;
+		qp->req_rd_outstanding++;
+	}
+}
+
+static inline void eth_rd_uncount(struct droce_qp *qp,
+				  struct droce_swqe_state *st)
+{
+	if (st->rd_counted) {
+		st->rd_counted = 0;
+		qp->req_rd_outstanding--;
+	}
 }
 
 static inline uint64_t eth_now(void)

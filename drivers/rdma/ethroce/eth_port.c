@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_errno.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_ring.h>
 
+#include "droce_impair.h"
 #include "eth_int.h"
 
 #define ETH_NB_DESC		1024
@@ -116,6 +118,16 @@ int eth_port_setup(struct droce_dev *dev)
 	}
 	/* A MAC the port does not know needs promiscuous rx; harmless else. */
 	rte_eth_promiscuous_enable(port);
+	if (dev->args.impair[0]) {
+		dev->impair = droce_impair_attach(port, dev->args.impair);
+		if (dev->impair == NULL) {
+			DROCE_LOG(ERR, "port %u: impair \"%s\": %s", port,
+				  dev->args.impair, rte_strerror(rte_errno));
+			ret = -EINVAL;
+			rte_eth_dev_stop(port);
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	rte_free(dev->txq);
@@ -127,6 +139,10 @@ fail:
 
 void eth_port_close(struct droce_dev *dev)
 {
+	if (dev->impair) {
+		droce_impair_detach(dev->impair);
+		dev->impair = NULL;
+	}
 	rte_eth_dev_stop(dev->port_id);
 	rte_pktmbuf_free_bulk(dev->txq, dev->txq_len);
 	dev->txq_len = 0;
@@ -176,4 +192,22 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 		return ret;
 	ret = droce_dev_create((uint16_t)pb, devargs_b ? devargs_b : "ip=198.18.0.2");
 	return ret < 0 ? ret : 0;
+}
+
+int droce_dev_impair(struct ibv_context *ctx, const char *kvargs)
+{
+	struct droce_dev *dev;
+
+	if (ctx == NULL || kvargs == NULL)
+		return -EINVAL;
+	dev = droce_dev_of_ctx(ctx);
+	if (dev->impair)
+		return droce_impair_set(dev->impair, kvargs);
+	dev->impair = droce_impair_attach(dev->port_id, kvargs);
+	return dev->impair ? 0 : -rte_errno;
+}
+
+struct droce_impair *droce_dev_impairer(struct ibv_context *ctx)
+{
+	return ctx ? droce_dev_of_ctx(ctx)->impair : NULL;
 }

@@ -5,10 +5,13 @@
  * RNR); the QP error path and flushing.
  *
  * Requester state (per QP, engine-owned):
- *   req_acked <= req_cur <= sq_db     WQE indexes
- *   [req_acked, req_cur)  started, waiting for ACK / response
- *   req_cur at req_off    being transmitted
- *   req_una_psn .. req_psn-1          PSNs outstanding
+ *   req_acked <= req_cur <= req_hwm <= sq_db      WQE indexes
+ *   [req_acked, req_hwm)  started at least once: PSN ranges known
+ *   req_cur at req_off    next to (re)transmit; a go-back-N moves it back
+ *   req_una_psn .. req_psn_max-1                   PSNs outstanding
+ * A WQE completes when its PSNs are acknowledged (and its response data
+ * is in), wherever req_cur stands: late responses may finish a WQE that a
+ * rewind was about to send again.
  */
 #include <string.h>
 #include <endian.h>
@@ -239,6 +242,8 @@ static void fail_current(struct droce_qp *qp, uint32_t idx, uint8_t status)
 		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
 		st->npkts = 0;
 		qp->req_cur = idx + 1;
+		if ((int32_t)(qp->req_cur - qp->req_hwm) > 0)
+			qp->req_hwm = qp->req_cur;
 		qp->req_off = 0;
 		qp->flags |= DROCE_QPF_REQ_STALL;
 		return;
@@ -282,7 +287,7 @@ static bool qp_resolve(struct droce_qp *qp)
 	return false;
 }
 
-static void arm_retry_timer(struct droce_qp *qp)
+void eth_req_arm_timer(struct droce_qp *qp)
 {
 	uint64_t ns;
 
@@ -340,25 +345,28 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		eth_finish(qp->dev, m, &p);
 		st->psn_last = qp->req_psn;
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
-		qp->req_rd_outstanding++;
+		eth_rd_count(qp, st);
 		qp->req_cur++;
 		qp->req_off = 0;
 		return true;
 	}
 	if (v->op == MLX5_OPCODE_RDMA_READ) {
+		/* req_off > 0: the first responses arrived before a loss; ask
+		 * for the rest only, from the first missing PSN (IBTA 9.7.4.1.4:
+		 * a READ may be re-issued for the remaining part). */
 		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ);
 		p.psn = qp->req_psn;
 		p.ack_req = true;
-		p.reth_va = v->raddr;
+		p.reth_va = v->raddr + qp->req_off;
 		p.reth_rkey = v->rkey;
-		p.reth_len = v->length;
+		p.reth_len = v->length - qp->req_off;
 		m = eth_build(qp, &p, 0, &pl);
 		if (unlikely(m == NULL))
 			return false;
 		eth_finish(qp->dev, m, &p);
-		qp->req_psn = roce_psn_add(qp->req_psn, st->npkts);
+		qp->req_psn = roce_psn_add(st->psn_first, st->npkts);
 		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
-		qp->req_rd_outstanding++;
+		eth_rd_count(qp, st);
 		qp->req_cur++;
 		qp->req_off = 0;
 		return true;
@@ -444,8 +452,12 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			if ((v.flags & DROCE_WQE_FENCE) && qp->req_rd_outstanding)
 				break;
 			if (rd && qp->req_rd_outstanding >=
-				  RTE_MAX(qp->max_rd_atomic, (uint8_t)1))
+				  (uint32_t)RTE_MAX(qp->max_rd_atomic, 1))
 				break;
+			/* A slot's flag from its previous use (completed or
+			 * flushed) means nothing now: retransmits un-count
+			 * before they restart a WQE. */
+			st->rd_counted = 0;
 			st->opcode = v.op;
 			st->flags = v.flags;
 			st->length = v.length;
@@ -455,6 +467,9 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->psn_first = qp->req_psn;
 			st->npkts = v.length && !op_is_atomic(v.op) ?
 				    (v.length + qp->mtu - 1) / qp->mtu : 1;
+			st->psn_last = roce_psn_add(st->psn_first, st->npkts - 1);
+			if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
+				qp->req_hwm = idx + 1;
 			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
 					IBV_ACCESS_LOCAL_WRITE : 0))) {
 				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
@@ -463,25 +478,25 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		}
 		if (!send_one(qp, &v, st))
 			break;
+		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)
+			qp->req_psn_max = qp->req_psn;
 		qp->st.tx_pkts++;
 		(*budget)--;
 	}
-	if (qp->req_una_psn != qp->req_psn)
-		arm_retry_timer(qp);
+	if (qp->req_una_psn != qp->req_psn_max)
+		eth_req_arm_timer(qp);
 }
 
 /* Go back to `psn` (IBTA 9.9.2.1 go-back-N) and resend from there. */
 void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 {
-	uint32_t w = qp->req_acked, rd = 0;
+	uint32_t w = qp->req_acked;
 
-	while (w != qp->req_cur) {
+	while (w != qp->req_cur && w != qp->req_hwm) {
 		struct droce_swqe_state *st = &qp->sq_state[w & (qp->sq_cnt - 1)];
 
 		if (roce_psn_diff(psn, st->psn_last) <= 0)
 			break;
-		if (op_is_rd_atomic(st->opcode) && !st->done)
-			rd++;
 		w++;
 	}
 	if (w == qp->req_cur && qp->req_off == 0 &&
@@ -496,8 +511,11 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 		int32_t d = roce_psn_diff(psn, st->psn_first);
 
 		qp->req_cur = w;
-		if (op_is_rd_atomic(st->opcode) || d <= 0) {
-			/* A READ is re-requested whole: its data lands again. */
+		if (st->opcode == MLX5_OPCODE_RDMA_READ && st->rcvd && !st->done) {
+			/* Resume the READ at its first missing response. */
+			qp->req_off = st->rcvd * qp->mtu;
+			qp->req_psn = roce_psn_add(st->psn_first, st->rcvd);
+		} else if (op_is_rd_atomic(st->opcode) || d <= 0) {
 			qp->req_off = 0;
 			qp->req_psn = st->psn_first;
 		} else {
@@ -505,7 +523,9 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 			qp->req_psn = psn;
 		}
 	}
-	qp->req_rd_outstanding = rd;
+	/* What will be requested again is not outstanding until it is. */
+	for (uint32_t i = qp->req_cur; i != qp->req_hwm; i++)
+		eth_rd_uncount(qp, &qp->sq_state[i & (qp->sq_cnt - 1)]);
 	qp->st.retransmits++;
 	qp->dev->st.retransmits++;
 	eth_qp_activate(qp->eng, qp);
@@ -527,7 +547,7 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 		eth_req_retransmit(qp, qp->req_una_psn);
 		return;
 	}
-	if (qp->req_una_psn == qp->req_psn)
+	if (qp->req_una_psn == qp->req_psn_max)
 		return;	/* everything was acknowledged meanwhile */
 	qp->st.timeouts++;
 	qp->dev->st.timeouts++;
@@ -540,7 +560,7 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 	}
 	qp->req_retries++;
 	eth_req_retransmit(qp, qp->req_una_psn);
-	arm_retry_timer(qp);
+	eth_req_arm_timer(qp);
 }
 
 /* ------------------------------------------------------ error paths */
@@ -583,13 +603,13 @@ void eth_qp_flush(struct droce_qp *qp)
 			break;
 		eth_complete_send(qp, i, IBV_WC_WR_FLUSH_ERR);
 	}
-	qp->req_acked = qp->req_cur = i;
+	qp->req_acked = qp->req_cur = qp->req_hwm = i;
 	qp->req_off = 0;
 	qp->req_timer_tsc = 0;
 	qp->req_rnr_wait = false;
 	qp->req_rd_outstanding = 0;
 	__atomic_store_n(&qp->sq_ci, i, __ATOMIC_RELEASE);
-	qp->rd_head = qp->rd_tail = 0;
+	qp->rd_head = qp->rd_tail = qp->rd_replays = 0;
 	flush_rq(qp);
 }
 
@@ -605,7 +625,8 @@ void eth_qp_error(struct droce_qp *qp)
 void eth_qp_reset(struct droce_qp *qp)
 {
 	qp->flags = 0;
-	qp->req_next = qp->req_cur = qp->req_acked = 0;
+	qp->req_next = qp->req_cur = qp->req_acked = qp->req_hwm = 0;
+	qp->req_seq_nak_seen = qp->req_gap_seen = false;
 	qp->req_off = 0;
 	qp->req_timer_tsc = 0;
 	qp->req_retries = qp->req_rnr_retries = 0;
@@ -614,7 +635,7 @@ void eth_qp_reset(struct droce_qp *qp)
 	qp->resp_in_send = qp->resp_in_write = false;
 	qp->resp_recv_off = 0;
 	qp->resp_recv_err = false;
-	qp->rd_head = qp->rd_tail = 0;
+	qp->rd_head = qp->rd_tail = qp->rd_replays = 0;
 	memset(qp->atm_cache, 0, sizeof(qp->atm_cache));
 	qp->atm_next = 0;
 	qp->tmpl_ready = false;

@@ -58,9 +58,15 @@ static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
 }
 
 /* Fatal responder error: NAK, complete the receive in error, QP error. */
-static void resp_fail(struct droce_qp *qp, uint32_t psn, uint8_t nak,
-		      uint8_t recv_status)
+#define resp_fail(qp, psn, nak, st) resp_fail_at(qp, psn, nak, st, __LINE__)
+static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
+			 uint8_t recv_status, int line);
+
+static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
+			 uint8_t recv_status, int line)
 {
+	DROCE_LOG(DEBUG, "QP 0x%x: responder error (eth_resp.c:%d): NAK %u at PSN 0x%06x, epsn 0x%06x",
+		  qp->ex.qp_base.qp_num, line, nak, psn, qp->resp_epsn);
 	if (recv_status != IBV_WC_SUCCESS &&
 	    qp->rq_ci != __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE))
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
@@ -183,6 +189,34 @@ static uint32_t read_npkts(const struct droce_qp *qp, uint32_t len)
 	return len ? (len + qp->mtu - 1) / qp->mtu : 1;
 }
 
+/*
+ * Room for a new READ/atomic: IBTA 9.7.5.1.6: more requests outstanding
+ * than max_dest_rd_atomic is an invalid request. Replays of duplicates
+ * reuse their request's resources and do not count; if they fill the
+ * queue itself they go (the requester asks again for what it misses).
+ */
+static bool rd_slot_for_new(struct droce_qp *qp, uint32_t limit)
+{
+	uint32_t queued = qp->rd_tail - qp->rd_head;
+
+	if (queued - qp->rd_replays >= limit)
+		return false;
+	if (queued >= DROCE_READ_JOBS) {
+		uint32_t k = qp->rd_head;
+
+		for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
+			const struct droce_read_job *j =
+				&qp->rd_jobs[i & (DROCE_READ_JOBS - 1)];
+
+			if (!j->replay)
+				qp->rd_jobs[k++ & (DROCE_READ_JOBS - 1)] = *j;
+		}
+		qp->rd_tail = k;
+		qp->rd_replays = 0;
+	}
+	return true;
+}
+
 static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 {
 	struct droce_read_job *j;
@@ -201,13 +235,13 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 			return false;
 		}
 	}
-	/* C9-?: more reads in flight than max_dest_rd_atomic allows. */
-	if (qp->rd_tail - qp->rd_head >= limit) {
+	if (!rd_slot_for_new(qp, limit)) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
 	j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
 	j->atomic = false;
+	j->replay = false;
 	j->host = src;
 	j->len = p->reth_len;
 	j->sent = 0;
@@ -223,11 +257,14 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 
 /* ---------------------------------------------------------- ATOMIC */
 
-static void queue_atomic_ack(struct droce_qp *qp, uint32_t psn, uint64_t orig)
+static void queue_atomic_ack(struct droce_qp *qp, uint32_t psn, uint64_t orig,
+			     bool replay)
 {
 	struct droce_read_job *j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
 
 	j->atomic = true;
+	j->replay = replay;
+	qp->rd_replays += replay;
 	j->orig = orig;
 	j->host = NULL;
 	j->len = 0;
@@ -260,7 +297,7 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
 		return false;
 	}
-	if (qp->rd_tail - qp->rd_head >= limit) {
+	if (!rd_slot_for_new(qp, limit)) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
@@ -277,7 +314,7 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 	qp->atm_cache[qp->atm_next % limit].valid = true;
 	qp->atm_next++;
 	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
-	queue_atomic_ack(qp, p->psn, orig);
+	queue_atomic_ack(qp, p->psn, orig, false);
 	return true;
 }
 
@@ -319,6 +356,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			eth_finish(qp->dev, m, &p);
 			qp->st.tx_pkts++;
 			(*budget)--;
+			qp->rd_replays -= j->replay;
 			qp->rd_head++;
 			continue;
 		}
@@ -339,8 +377,10 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;
 		(*budget)--;
-		if (last)
+		if (last) {
+			qp->rd_replays -= j->replay;
 			qp->rd_head++;
+		}
 	}
 	if ((qp->flags & DROCE_QPF_ACK_PENDING) && qp->rd_head == qp->rd_tail &&
 	    *budget) {
@@ -356,6 +396,26 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		qp->flags &= ~DROCE_QPF_ACK_PENDING;
 		eth_send_ack(qp, qp->resp_ack_syndrome, qp->resp_ack_psn);
 		(*budget)--;
+	}
+}
+
+/*
+ * A duplicate READ or atomic at `psn` means the requester went back to
+ * psn and will ask again for everything after it, in order: responses
+ * still queued for psn or later are obsolete. Dropping them keeps the
+ * queue to what is really outstanding (so max_dest_rd_atomic counts
+ * requests, not replays) and avoids sending the same data twice.
+ */
+static void drop_responses_from(struct droce_qp *qp, uint32_t psn)
+{
+	while (qp->rd_tail != qp->rd_head) {
+		const struct droce_read_job *j =
+			&qp->rd_jobs[(qp->rd_tail - 1) & (DROCE_READ_JOBS - 1)];
+
+		if (roce_psn_diff(j->psn_first, psn) < 0)
+			break;
+		qp->rd_replays -= j->replay;
+		qp->rd_tail--;
 	}
 }
 
@@ -404,6 +464,9 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 * SEND or WRITE. A duplicate READ is answered again. */
 		qp->st.dup++;
 		qp->dev->st.rx_dup++;
+		if (op == ROCE_OP_READ_REQ || op == ROCE_OP_CMP_SWAP ||
+		    op == ROCE_OP_FETCH_ADD)
+			drop_responses_from(qp, p->psn);
 		if (op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD) {
 			/* Answer from the cache; never execute twice. */
 			for (uint32_t i = 0; i < DROCE_READ_JOBS; i++) {
@@ -412,7 +475,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 				    qp->rd_tail - qp->rd_head < DROCE_READ_JOBS) {
 					qp->dev->st.atomic_replays++;
 					queue_atomic_ack(qp, p->psn,
-							 qp->atm_cache[i].orig);
+							 qp->atm_cache[i].orig, true);
 					break;
 				}
 			}
@@ -434,6 +497,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			qp->dev->st.read_replays++;
 			j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
 			j->atomic = false;
+			j->replay = true;
+			qp->rd_replays++;
 			j->host = src;
 			j->len = p->reth_len;
 			j->sent = 0;
