@@ -376,7 +376,10 @@ static void build_template(struct droce_qp *qp)
 	memcpy(t->src_mac, dev->mac.addr_bytes, 6);
 	t->ipv6 = false;
 	t->tos = qp->ah.grh.traffic_class;
-	t->ttl = qp->ah.grh.hop_limit ? qp->ah.grh.hop_limit : 64;
+	/* Linux resolves a RoCEv2 destination through its routing table and
+	 * uses the route's hop limit, whatever the GRH asked for (ibv_rc_pingpong
+	 * asks for 1): do as rxe does on the wire. */
+	t->ttl = 64;
 	t->frag_off = 0x4000;	/* DF: RoCE is never fragmented */
 	memcpy(t->src_ip, &dev->args.ip, 4);
 	memcpy(t->dst_ip, &qp->dst_ip, 4);

@@ -8,6 +8,7 @@
  * short sleeps so a 2-core machine stays usable.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <rte_eal.h>
@@ -321,11 +322,32 @@ static int eth_poll(struct droce_dev *dev)
 
 	if (eng->lcore >= 0)
 		return 0;
+	eng->last_drive_tsc = eth_now();
 	if (!rte_spinlock_trylock(&eng->app_lock))
 		return 0;
 	n = eth_engine_iter(eng);
 	rte_spinlock_unlock(&eng->app_lock);
 	return n;
+}
+
+static void *keeper_main(void *arg)
+{
+	struct droce_engine *eng = arg;
+	uint64_t quiet = eng->tsc_hz / 1000000 * ETH_KEEPER_US;
+	struct timespec ts = { 0, ETH_KEEPER_US * 1000 };
+
+	while (!eng->keeper_stop) {
+		nanosleep(&ts, NULL);
+		if (eth_now() - eng->last_drive_tsc < quiet)
+			continue;	/* the application is polling */
+		if (!rte_spinlock_trylock(&eng->app_lock))
+			continue;
+		/* Bounded: a few iterations, then sleep again. */
+		for (int i = 0; i < 64 && eth_engine_iter(eng) > 0; i++)
+			;
+		rte_spinlock_unlock(&eng->app_lock);
+	}
+	return NULL;
 }
 
 static struct droce_engine *engine_new(int lcore)
@@ -386,8 +408,14 @@ int eth_engine_attach(struct droce_dev *dev)
 			engines[lcore] = eng;
 		}
 	} else {
-		if (app_engine == NULL)
+		if (app_engine == NULL) {
 			app_engine = engine_new(-1);
+			if (app_engine && pthread_create(&app_engine->keeper, NULL,
+							 keeper_main, app_engine) == 0) {
+				app_engine->keeper_running = true;
+				rte_thread_setname(app_engine->keeper, "droce-keeper");
+			}
+		}
 		eng = app_engine;
 		if (eng == NULL) {
 			ret = -ENOMEM;
@@ -450,6 +478,11 @@ void eth_engine_detach(struct droce_dev *dev)
 			__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
 			rte_eal_wait_lcore((unsigned)eng->lcore);
 			eng->launched = false;
+		}
+		if (eng->keeper_running) {
+			eng->keeper_stop = true;
+			pthread_join(eng->keeper, NULL);
+			eng->keeper_running = false;
 		}
 		if (eng->lcore >= 0)
 			engines[eng->lcore] = NULL;

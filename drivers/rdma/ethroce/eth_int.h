@@ -7,6 +7,8 @@
 #ifndef ETH_INT_H
 #define ETH_INT_H
 
+#include <pthread.h>
+
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -22,6 +24,7 @@
 #define ETH_WHEEL_SLOTS		1024	/* power of two */
 #define ETH_TICK_US		50
 #define ETH_ARP_POLL_US		1000
+#define ETH_KEEPER_US		1000
 #define ETH_ARP_RETRY_MS	100
 
 struct droce_engine {
@@ -52,6 +55,13 @@ struct droce_engine {
 	volatile uint32_t exec_req;
 	volatile uint32_t exec_done;
 	rte_spinlock_t app_lock;	/* app engine: one driving thread */
+	/* App engine: a sleeping helper thread drives the engine whenever
+	 * the application has not for ETH_KEEPER_US (blocked in a TCP
+	 * exchange, say), so ARP, ACKs and retransmissions go on. */
+	pthread_t keeper;
+	bool keeper_running;
+	volatile bool keeper_stop;
+	volatile uint64_t last_drive_tsc;
 	uint32_t idle_us;
 	/* load */
 	uint64_t loops;
