@@ -97,6 +97,10 @@ static inline bool eth_tx_busy(const struct droce_dev *dev)
 
 /* eth_rx.c */
 int eth_rx(struct droce_engine *eng, struct droce_dev *dev);
+/* One received frame through the whole receive path (the caller frees m);
+ * also the entry point of the receive-path fuzzer. */
+void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
+		struct rte_mbuf *m);
 int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
 		  uint32_t len);
 

@@ -74,8 +74,8 @@ static bool icrc_ok(const struct rte_mbuf *m, const uint8_t *frame,
 	return got == want;
 }
 
-static void rx_one(struct droce_engine *eng, struct droce_dev *dev,
-		   struct rte_mbuf *m)
+void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
+		struct rte_mbuf *m)
 {
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct roce_opcode_info *oi;
@@ -147,7 +147,7 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + 1], void *));
-		rx_one(eng, dev, eng->rx[i]);
+		eth_rx_one(eng, dev, eng->rx[i]);
 		rte_pktmbuf_free(eng->rx[i]);
 	}
 	return n;
