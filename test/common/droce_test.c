@@ -306,8 +306,10 @@ void dt_init(struct dt_env *env, const char *prog,
 	argv[argc++] = (char *)(uintptr_t)"--no-pci";
 	argv[argc++] = (char *)(uintptr_t)"--log-level=*:warning";
 	argv[argc++] = prefix;
-	/* no telemetry socket left in the runtime directory */
-	argv[argc++] = (char *)(uintptr_t)"--no-telemetry";
+	/* no telemetry socket left in the runtime directory, unless the
+	 * test is about telemetry (it removes the socket itself) */
+	if (getenv("DT_TELEMETRY") == NULL)
+		argv[argc++] = (char *)(uintptr_t)"--no-telemetry";
 	if (extra != NULL && *extra != '\0') {
 		/* devtools/run-tests.sh exports the EAL arguments it chose
 		 * (e.g. "--no-huge -m 1024"); they replace the built-in
