@@ -59,6 +59,7 @@ struct droce_dev;
 struct droce_engine;
 struct droce_qp;
 struct droce_impair;
+struct droce_srq;
 
 /* ---------------------------------------------------------------- rings */
 
@@ -139,6 +140,42 @@ static inline struct droce_cq *droce_cq_of(struct ibv_cq *cq)
 {
 	return container_of(cq, struct droce_cq, cq);
 }
+
+/*
+ * A receive queue: a QP's own or an SRQ's. The application writes WQEs
+ * (arrays of mlx5 data segments) and the producer index `db`; the engine
+ * claims a WQE when a message starts (copying it, so the slot is free at
+ * once) and advances `ci`.
+ */
+struct droce_wq {
+	uint8_t *buf;
+	uint64_t *wrid;
+	uint32_t cnt;			/* power of two */
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t pi_app;		/* under lock */
+	rte_spinlock_t lock;
+	struct droce_srq *srq;		/* NULL: a QP's own queue */
+	volatile uint32_t db __rte_cache_aligned;	/* producer, application */
+	volatile uint32_t ci;				/* consumer, engine */
+	volatile uint32_t limit;	/* SRQ limit armed (0: not armed) */
+};
+
+static inline struct mlx5_wqe_data_seg *
+droce_wq_slot(const struct droce_wq *wq, uint32_t idx)
+{
+	return (struct mlx5_wqe_data_seg *)(wq->buf +
+		(size_t)(idx & (wq->cnt - 1)) * wq->stride);
+}
+
+struct droce_srq {
+	struct ibv_srq ibv;
+	struct droce_dev *dev;
+	struct droce_pd *pd;
+	uint32_t srqn;
+	uint32_t refcnt;		/* QPs attached */
+	struct droce_wq wq;
+};
 
 /* Requester's record of a WQE once the engine started it. */
 struct droce_swqe_state {
@@ -228,20 +265,14 @@ struct droce_qp {
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* */
 	rte_spinlock_t sq_lock;
-	/* receive queue: application side */
-	uint8_t *rq_buf;
-	uint64_t *rq_wrid;
-	uint32_t rq_cnt;
-	uint32_t rq_stride;
-	uint32_t rq_max_sge;
-	uint32_t rq_pi_app;
-	rte_spinlock_t rq_lock;
+	/* receive queue: own_rq, or an SRQ's */
+	struct droce_wq *rq;
+	struct droce_wq own_rq;
+	struct droce_srq *srq;
 
 	/* doorbell records and consumer indexes, shared */
 	volatile uint32_t sq_db __rte_cache_aligned;	/* producer, app */
-	volatile uint32_t rq_db;			/* producer, app */
 	volatile uint32_t sq_ci;			/* consumer, engine */
-	volatile uint32_t rq_ci;			/* consumer, engine */
 	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
 
 	/* ---- engine-owned from here ---- */
@@ -287,6 +318,10 @@ struct droce_qp {
 	uint32_t resp_write_left;
 	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
 	bool resp_recv_err;		/* current receive WQE failed (LEN_ERR) */
+	bool resp_have_wqe;		/* a receive WQE is claimed: */
+	uint64_t resp_wr_id;
+	uint32_t resp_nsge;
+	struct mlx5_wqe_data_seg resp_sge[DROCE_MAX_SGE];
 	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
 	uint32_t rd_head;		/* next job to transmit */
 	uint32_t rd_tail;		/* next free slot */
@@ -391,7 +426,28 @@ void droce_drv_register(const struct droce_drv_ops *ops);
 extern struct droce_dev *droce_devs[DROCE_MAX_DEVS];
 extern uint32_t droce_nb_devs;
 
-struct droce_dev *droce_dev_of_ctx(struct ibv_context *ctx);
+struct droce_context {
+	struct verbs_context vctx;
+	struct droce_dev *dev;
+	/* async events */
+	int async_fd;			/* eventfd, also ibv_context.async_fd */
+	rte_spinlock_t async_lock;
+	struct ibv_async_event *async_q;
+	uint32_t async_head, async_tail;
+};
+
+static inline struct droce_context *droce_ctx(struct ibv_context *ctx)
+{
+	return container_of(ctx, struct droce_context, vctx.context);
+}
+
+static inline struct droce_dev *droce_dev_of_ctx(struct ibv_context *ctx)
+{
+	return droce_ctx(ctx)->dev;
+}
+
+int droce_async_init(struct droce_context *c);
+void droce_async_fini(struct droce_context *c);
 
 /* MR lookup for the engine: NULL unless key, PD, range and rights match. */
 static inline struct droce_mr *
@@ -439,6 +495,14 @@ droce_qp_lookup(const struct droce_dev *dev, uint32_t qpn)
 	return dev->qp_tbl[idx];
 }
 
+/*
+ * Async events (ibv_get_async_event): queued per context with an eventfd
+ * as its pollable async_fd. The engine posts them (rare: a syscall there
+ * is fine), any thread may.
+ */
+void droce_async_event(struct ibv_context *ctx, enum ibv_event_type type,
+		       void *object);
+
 /* The engine writes one completion; returns false on CQ overrun. */
 bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src);
 
@@ -457,13 +521,11 @@ static inline uint8_t *droce_sq_slot(const struct droce_qp *qp, uint32_t idx)
 	return qp->sq_buf + (size_t)(idx & (qp->sq_cnt - 1)) * qp->sq_stride;
 }
 
-static inline struct mlx5_wqe_data_seg *
-droce_rq_slot(const struct droce_qp *qp, uint32_t idx)
-{
-	return (struct mlx5_wqe_data_seg *)(qp->rq_buf +
-		(size_t)(idx & (qp->rq_cnt - 1)) * qp->rq_stride);
-}
-
 int droce_parse_devargs(const char *str, struct droce_devargs *a);
+int droce_wq_init(struct droce_wq *wq, uint32_t max_wr, uint32_t max_sge,
+		  int socket);
+void droce_wq_free(struct droce_wq *wq);
+int droce_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
 
 #endif /* DROCE_INT_H */

@@ -45,20 +45,6 @@ uint32_t droce_nb_devs;
 const struct droce_drv_ops *droce_drv;
 static pthread_mutex_t droce_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
-struct droce_context {
-	struct verbs_context vctx;
-	struct droce_dev *dev;
-};
-
-static inline struct droce_context *droce_ctx(struct ibv_context *ctx)
-{
-	return container_of(ctx, struct droce_context, vctx.context);
-}
-
-struct droce_dev *droce_dev_of_ctx(struct ibv_context *ctx)
-{
-	return droce_ctx(ctx)->dev;
-}
 
 void droce_drv_register(const struct droce_drv_ops *ops)
 {
@@ -462,6 +448,9 @@ struct ibv_cq_ex *droce_create_cq_ex(struct ibv_context *ctx,
 				     struct ibv_cq_init_attr_ex *attr);
 struct ibv_qp *droce_create_qp_ex(struct ibv_context *ctx,
 				  struct ibv_qp_init_attr_ex *attr);
+struct ibv_srq *droce_create_srq_ex(struct ibv_context *ctx,
+				    struct ibv_srq_init_attr_ex *init);
+int droce_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -479,10 +468,15 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c->dev = dev;
+	if (droce_async_init(c)) {
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
 	ctx = &c->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
-	ctx->async_fd = -1;
+	ctx->async_fd = c->async_fd;
 	ctx->num_comp_vectors = 1;
 	pthread_mutex_init(&ctx->mutex, NULL);
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -490,11 +484,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->ops.post_recv = droce_post_recv;
 	ctx->ops.poll_cq = droce_poll_cq;
 	ctx->ops.req_notify_cq = droce_req_notify_cq;
+	ctx->ops.post_srq_recv = droce_post_srq_recv;
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.query_device_ex = droce_query_device_ex;
 	c->vctx.query_port = droce_query_port;
 	c->vctx.create_cq_ex = droce_create_cq_ex;
 	c->vctx.create_qp_ex = droce_create_qp_ex;
+	c->vctx.create_srq_ex = droce_create_srq_ex;
+	c->vctx.get_srq_num = droce_get_srq_num;
 	__atomic_fetch_add(&dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
 	return ctx;
 }
@@ -508,6 +505,7 @@ int ibv_close_device(struct ibv_context *context)
 	c = droce_ctx(context);
 	__atomic_fetch_sub(&c->dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
 	pthread_mutex_destroy(&context->mutex);
+	droce_async_fini(c);
 	free(c);
 	return 0;
 }
@@ -527,6 +525,9 @@ static void fill_device_attr(struct droce_dev *dev, struct ibv_device_attr *a)
 	a->hw_ver = 1;
 	a->max_qp = DROCE_MAX_QP;
 	a->max_qp_wr = DROCE_MAX_QP_WR;
+	a->max_srq = DROCE_MAX_QP;
+	a->max_srq_wr = DROCE_MAX_QP_WR;
+	a->max_srq_sge = DROCE_MAX_SGE;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID;
@@ -786,19 +787,6 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	(void)cq; (void)nevents;
 }
 
-int ibv_get_async_event(struct ibv_context *context,
-			struct ibv_async_event *event)
-{
-	(void)context; (void)event;
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-void ibv_ack_async_event(struct ibv_async_event *event)
-{
-	(void)event;
-}
-
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	(void)pd; (void)attr;
@@ -810,14 +798,6 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 {
 	(void)ah;
 	return EINVAL;
-}
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-			       struct ibv_srq_init_attr *srq_init_attr)
-{
-	(void)pd; (void)srq_init_attr;
-	errno = EOPNOTSUPP;
-	return NULL;
 }
 
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)

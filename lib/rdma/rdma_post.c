@@ -213,61 +213,78 @@ out:
 	return err;
 }
 
-int droce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		    struct ibv_recv_wr **bad_wr)
+/* Write receive WQEs into a receive queue (a QP's or an SRQ's). */
+static int wq_post(struct droce_wq *wq, struct ibv_recv_wr *wr,
+		   struct ibv_recv_wr **bad_wr)
 {
-	struct droce_qp *qp = droce_qp_of(ibqp);
-	enum ibv_qp_state st;
 	uint32_t pi;
 	int err = 0;
 
-	rte_spinlock_lock(&qp->rq_lock);
-	pi = qp->rq_pi_app;
-	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
-	if (unlikely(st == IBV_QPS_RESET || st == IBV_QPS_UNKNOWN)) {
-		err = EINVAL;
-		goto out;
-	}
+	rte_spinlock_lock(&wq->lock);
+	pi = wq->pi_app;
 	for (; wr; wr = wr->next) {
 		struct mlx5_wqe_data_seg *d;
-		uint32_t ci = __atomic_load_n(&qp->rq_ci, __ATOMIC_ACQUIRE);
+		uint32_t ci = __atomic_load_n(&wq->ci, __ATOMIC_ACQUIRE);
 		int i;
 
 		if (unlikely(wr->num_sge < 0 ||
-			     (uint32_t)wr->num_sge > qp->rq_max_sge)) {
+			     (uint32_t)wr->num_sge > wq->max_sge)) {
 			err = EINVAL;
-			goto out;
+			break;
 		}
-		if (unlikely(pi - ci >= qp->rq_cnt)) {
+		if (unlikely(pi - ci >= wq->cnt)) {
 			err = ENOMEM;
-			goto out;
+			break;
 		}
-		d = droce_rq_slot(qp, pi);
+		d = droce_wq_slot(wq, pi);
 		for (i = 0; i < wr->num_sge; i++) {
 			d[i].byte_count = htobe32(wr->sg_list[i].length);
 			d[i].lkey = htobe32(wr->sg_list[i].lkey);
 			d[i].addr = htobe64(wr->sg_list[i].addr);
 		}
-		if ((uint32_t)i < qp->rq_max_sge) {
+		if ((uint32_t)i < wq->max_sge) {
 			d[i].byte_count = 0;
 			d[i].lkey = htobe32(DROCE_INVALID_LKEY);
 			d[i].addr = 0;
 		}
-		qp->rq_wrid[pi & (qp->rq_cnt - 1)] = wr->wr_id;
+		wq->wrid[pi & (wq->cnt - 1)] = wr->wr_id;
 		pi++;
 	}
-out:
-	if (pi != qp->rq_pi_app) {
-		qp->rq_pi_app = pi;
-		__atomic_store_n(&qp->rq_db, pi, __ATOMIC_SEQ_CST);
-		/* An errored QP flushes what is posted: tell the engine. */
-		if (unlikely(st == IBV_QPS_ERR))
-			droce_drv->qp_notify(qp);
+	if (pi != wq->pi_app) {
+		wq->pi_app = pi;
+		__atomic_store_n(&wq->db, pi, __ATOMIC_SEQ_CST);
 	}
-	rte_spinlock_unlock(&qp->rq_lock);
+	rte_spinlock_unlock(&wq->lock);
 	if (err && bad_wr)
 		*bad_wr = wr;
 	return err;
+}
+
+int droce_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct droce_qp *qp = droce_qp_of(ibqp);
+	enum ibv_qp_state st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
+	int err;
+
+	/* A QP attached to an SRQ takes its receives from there only. */
+	if (unlikely(st == IBV_QPS_RESET || st == IBV_QPS_UNKNOWN || qp->srq)) {
+		if (bad_wr)
+			*bad_wr = wr;
+		return EINVAL;
+	}
+	err = wq_post(qp->rq, wr, bad_wr);
+	/* An errored QP flushes what is posted: tell the engine. */
+	if (unlikely(st == IBV_QPS_ERR))
+		droce_drv->qp_notify(qp);
+	return err;
+}
+
+int droce_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr)
+{
+	return wq_post(&container_of(ibsrq, struct droce_srq, ibv)->wq, wr,
+		       bad_wr);
 }
 
 /* ------------------------------------------------------ ibv_wr_* API */

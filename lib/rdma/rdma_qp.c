@@ -149,9 +149,8 @@ static void sync_noop(void *arg)
 static void qp_free_mem(struct droce_qp *qp)
 {
 	rte_free(qp->sq_buf);
-	rte_free(qp->rq_buf);
+	droce_wq_free(&qp->own_rq);
 	rte_free(qp->sq_wrid);
-	rte_free(qp->rq_wrid);
 	rte_free(qp->sq_state);
 	rte_free(qp);
 }
@@ -182,8 +181,8 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;	/* UC and UD come with the verbs-coverage work */
 		return NULL;
 	}
-	if (a->srq != NULL || (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))) {
+	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
+			IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -232,16 +231,15 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 					 RTE_CACHE_LINE_SIZE, socket);
 	qp->sq_state = rte_zmalloc_socket("droce_sq_state",
 			sizeof(*qp->sq_state) * cnt, RTE_CACHE_LINE_SIZE, socket);
-	qp->rq_max_sge = RTE_MAX(a->cap.max_recv_sge, 1u);
-	qp->rq_stride = DROCE_SEG * rte_align32pow2(qp->rq_max_sge);
-	qp->rq_max_sge = qp->rq_stride / DROCE_SEG;
-	qp->rq_cnt = rte_align32pow2(RTE_MAX(a->cap.max_recv_wr, 1u));
-	qp->rq_buf = rte_zmalloc_socket("droce_rq",
-			(size_t)qp->rq_stride * qp->rq_cnt, DROCE_BB, socket);
-	qp->rq_wrid = rte_zmalloc_socket("droce_rq_wrid",
-			sizeof(uint64_t) * qp->rq_cnt, RTE_CACHE_LINE_SIZE, socket);
-	if (!qp->sq_buf || !qp->sq_wrid || !qp->sq_state || !qp->rq_buf ||
-	    !qp->rq_wrid) {
+	if (a->srq) {
+		qp->srq = container_of(a->srq, struct droce_srq, ibv);
+		qp->rq = &qp->srq->wq;
+	} else {
+		qp->rq = &qp->own_rq;
+	}
+	if (!qp->sq_buf || !qp->sq_wrid || !qp->sq_state ||
+	    (!a->srq && droce_wq_init(&qp->own_rq, a->cap.max_recv_wr,
+				      a->cap.max_recv_sge, socket))) {
 		qp_free_mem(qp);
 		errno = ENOMEM;
 		return NULL;
@@ -256,11 +254,11 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	qp->path_mtu = IBV_MTU_1024;
 	qp->mtu = 1024;
 	rte_spinlock_init(&qp->sq_lock);
-	rte_spinlock_init(&qp->rq_lock);
 	qp->cap.max_send_wr = qp->sq_max_wr;
-	qp->cap.max_recv_wr = qp->rq_cnt;
+	/* With an SRQ the QP has no receive queue of its own (IBTA 10.2.9). */
+	qp->cap.max_recv_wr = a->srq ? 0 : qp->own_rq.cnt;
 	qp->cap.max_send_sge = qp->sq_max_sge;
-	qp->cap.max_recv_sge = qp->rq_max_sge;
+	qp->cap.max_recv_sge = a->srq ? 0 : qp->own_rq.max_sge;
 	qp->cap.max_inline_data = qp->sq_max_inline;
 
 	pthread_mutex_lock(&dev->lock);
@@ -286,7 +284,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	qp->ex.qp_base.pd = a->pd;
 	qp->ex.qp_base.send_cq = a->send_cq;
 	qp->ex.qp_base.recv_cq = a->recv_cq;
-	qp->ex.qp_base.srq = NULL;
+	qp->ex.qp_base.srq = a->srq;
 	qp->ex.qp_base.qp_num = idx + DROCE_QPN_BASE;
 	qp->ex.qp_base.handle = qp->ex.qp_base.qp_num;
 	qp->ex.qp_base.state = IBV_QPS_RESET;
@@ -305,6 +303,8 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	__atomic_fetch_add(&pd->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
+	if (qp->srq)
+		__atomic_fetch_add(&qp->srq->refcnt, 1, __ATOMIC_RELAXED);
 	a->cap = qp->cap;
 	return qp;
 }
@@ -646,6 +646,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	__atomic_fetch_sub(&qp->pd->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
+	if (qp->srq)
+		__atomic_fetch_sub(&qp->srq->refcnt, 1, __ATOMIC_RELAXED);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	qp_free_mem(qp);

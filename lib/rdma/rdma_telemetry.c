@@ -92,7 +92,7 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "req_una_psn", qp->req_una_psn);
 	rte_tel_data_add_dict_u64(d, "resp_epsn", qp->resp_epsn);
 	rte_tel_data_add_dict_u64(d, "sq_outstanding", qp->sq_db - qp->sq_ci);
-	rte_tel_data_add_dict_u64(d, "rq_posted", qp->rq_db - qp->rq_ci);
+	rte_tel_data_add_dict_u64(d, "rq_posted", qp->rq->db - qp->rq->ci);
 	rte_tel_data_add_dict_u64(d, "rd_atomic_outstanding", qp->req_rd_outstanding);
 	rte_tel_data_add_dict_u64(d, "retries", qp->req_retries);
 	rte_tel_data_add_dict_u64(d, "timer_armed", qp->req_timer_tsc != 0);

@@ -135,9 +135,9 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
 /* Scatter/gather between mlx5 data segments (big-endian) and packets. */
 int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
-int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
-		    uint32_t nsge, uint32_t off, const struct rte_mbuf *m,
-		    uint32_t moff, uint32_t len);
+int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
+		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
+		    const struct rte_mbuf *m, uint32_t moff, uint32_t len);
 
 /* Error codes of gather/scatter. */
 #define ETH_SGE_PROT	-1	/* bad key, PD, bounds or rights */

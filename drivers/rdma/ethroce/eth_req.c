@@ -142,9 +142,9 @@ int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 	return len ? ETH_SGE_LEN : 0;
 }
 
-int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
-		    uint32_t nsge, uint32_t off, const struct rte_mbuf *m,
-		    uint32_t moff, uint32_t len)
+int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
+		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
+		    const struct rte_mbuf *m, uint32_t moff, uint32_t len)
 {
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t sl = be32toh(d[i].byte_count);
@@ -158,7 +158,7 @@ int eth_sge_scatter(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 			continue;
 		}
 		n = RTE_MIN(sl - off, len);
-		dst = droce_mr_translate(qp->dev, qp->pd, be32toh(d[i].lkey),
+		dst = droce_mr_translate(qp->dev, pd, be32toh(d[i].lkey),
 					 be64toh(d[i].addr) + off, n,
 					 IBV_ACCESS_LOCAL_WRITE);
 		if (unlikely(dst == NULL))
@@ -565,24 +565,39 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 
 /* ------------------------------------------------------ error paths */
 
+static bool flush_recv(struct droce_qp *qp, uint64_t wr_id)
+{
+	struct droce_cqe e;
+
+	memset(&e, 0, sizeof(e));
+	e.wr_id = wr_id;
+	e.status = IBV_WC_WR_FLUSH_ERR;
+	e.opcode = IBV_WC_RECV;
+	e.qp_num = qp->ex.qp_base.qp_num;
+	e.timestamp = eth_now();
+	return droce_cq_push(qp->rcq, &e);
+}
+
+/* A claimed receive, then the QP's own queue; never an SRQ's WQEs, which
+ * other QPs may still take (IBTA 10.3.1: they stay on the SRQ). */
 static void flush_rq(struct droce_qp *qp)
 {
-	uint32_t pi = __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE);
-	uint32_t ci = qp->rq_ci;
+	struct droce_wq *wq = &qp->own_rq;
+	uint32_t pi, ci;
 
-	for (; ci != pi; ci++) {
-		struct droce_cqe e;
-
-		memset(&e, 0, sizeof(e));
-		e.wr_id = qp->rq_wrid[ci & (qp->rq_cnt - 1)];
-		e.status = IBV_WC_WR_FLUSH_ERR;
-		e.opcode = IBV_WC_RECV;
-		e.qp_num = qp->ex.qp_base.qp_num;
-		e.timestamp = eth_now();
-		if (!droce_cq_push(qp->rcq, &e))
-			break;
+	if (qp->resp_have_wqe && flush_recv(qp, qp->resp_wr_id))
+		qp->resp_have_wqe = false;
+	if (qp->srq) {
+		/* IBTA 11.6.3.1 (C11-?): the last WQE of an SRQ QP in error. */
+		droce_async_event(qp->ex.qp_base.context,
+				  IBV_EVENT_QP_LAST_WQE_REACHED, &qp->ex.qp_base);
+		return;
 	}
-	__atomic_store_n(&qp->rq_ci, ci, __ATOMIC_RELEASE);
+	pi = __atomic_load_n(&wq->db, __ATOMIC_ACQUIRE);
+	for (ci = wq->ci; ci != pi; ci++)
+		if (!flush_recv(qp, wq->wrid[ci & (wq->cnt - 1)]))
+			break;
+	__atomic_store_n(&wq->ci, ci, __ATOMIC_RELEASE);
 }
 
 void eth_qp_flush(struct droce_qp *qp)
@@ -640,10 +655,11 @@ void eth_qp_reset(struct droce_qp *qp)
 	qp->atm_next = 0;
 	qp->tmpl_ready = false;
 	/* IBTA 10.3.1: RESET empties both queues without completions. */
+	qp->resp_have_wqe = false;
 	qp->sq_pi_app = 0;
-	qp->rq_pi_app = 0;
 	__atomic_store_n(&qp->sq_db, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&qp->rq_db, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->sq_ci, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&qp->rq_ci, 0, __ATOMIC_RELEASE);
+	qp->own_rq.pi_app = 0;
+	__atomic_store_n(&qp->own_rq.db, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->own_rq.ci, 0, __ATOMIC_RELEASE);
 }

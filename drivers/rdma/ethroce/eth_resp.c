@@ -34,14 +34,55 @@ static void owe_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 	eth_qp_activate(qp->eng, qp);
 }
 
+/*
+ * Claim a receive WQE for the message that starts: copy it out of the
+ * ring and consume the slot at once, so QPs sharing an SRQ never race on
+ * one and the application may refill it. False: nothing posted (RNR).
+ */
+static bool claim_recv(struct droce_qp *qp)
+{
+	struct droce_wq *wq = qp->rq;
+	const struct mlx5_wqe_data_seg *d;
+	uint32_t ci = wq->ci, n, left, limit;
+
+	if (qp->resp_have_wqe)
+		return true;	/* UC: the last message was dropped, reuse */
+	if (ci == __atomic_load_n(&wq->db, __ATOMIC_ACQUIRE))
+		return false;
+	d = droce_wq_slot(wq, ci);
+	for (n = 0; n < wq->max_sge; n++) {
+		if (be32toh(d[n].lkey) == DROCE_INVALID_LKEY)
+			break;
+		qp->resp_sge[n] = d[n];
+	}
+	qp->resp_nsge = n;
+	qp->resp_wr_id = wq->wrid[ci & (wq->cnt - 1)];
+	qp->resp_have_wqe = true;
+	__atomic_store_n(&wq->ci, ci + 1, __ATOMIC_RELEASE);
+	/* srq_limit (ibv_modify_srq(3)): fire once when fewer remain. */
+	limit = wq->srq ? __atomic_load_n(&wq->limit, __ATOMIC_ACQUIRE) : 0;
+	left = __atomic_load_n(&wq->db, __ATOMIC_ACQUIRE) - (ci + 1);
+	if (unlikely(limit && left < limit) &&
+	    __atomic_compare_exchange_n(&wq->limit, &limit, 0, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		droce_async_event(wq->srq->ibv.context,
+				  IBV_EVENT_SRQ_LIMIT_REACHED, &wq->srq->ibv);
+	return true;
+}
+
+static inline const struct droce_pd *recv_pd(const struct droce_qp *qp)
+{
+	/* SRQ WQEs are checked against the SRQ's PD (IBTA 10.2.9.4). */
+	return qp->srq ? qp->srq->pd : qp->pd;
+}
+
 static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
 			  uint32_t len, bool has_imm, uint32_t imm)
 {
-	uint32_t ci = qp->rq_ci;
 	struct droce_cqe e;
 
 	memset(&e, 0, sizeof(e));
-	e.wr_id = qp->rq_wrid[ci & (qp->rq_cnt - 1)];
+	e.wr_id = qp->resp_wr_id;
 	e.status = status;
 	e.opcode = opcode;
 	e.byte_len = len;
@@ -52,9 +93,9 @@ static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
 		e.imm_data = imm;
 	}
 	e.timestamp = eth_now();
+	qp->resp_have_wqe = false;
 	if (unlikely(!droce_cq_push(qp->rcq, &e)))
 		DROCE_LOG(ERR, "QP 0x%x: receive CQ overrun", e.qp_num);
-	__atomic_store_n(&qp->rq_ci, ci + 1, __ATOMIC_RELEASE);
 }
 
 /* Fatal responder error: NAK, complete the receive in error, QP error. */
@@ -67,17 +108,11 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 {
 	DROCE_LOG(DEBUG, "QP 0x%x: responder error (eth_resp.c:%d): NAK %u at PSN 0x%06x, epsn 0x%06x",
 		  qp->ex.qp_base.qp_num, line, nak, psn, qp->resp_epsn);
-	if (recv_status != IBV_WC_SUCCESS &&
-	    qp->rq_ci != __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE))
+	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
 	eth_send_ack(qp, ROCE_AETH_NAK | nak, psn);
 	qp->flags &= ~DROCE_QPF_ACK_PENDING;
 	eth_qp_error(qp);
-}
-
-static inline bool have_recv(struct droce_qp *qp)
-{
-	return qp->rq_ci != __atomic_load_n(&qp->rq_db, __ATOMIC_ACQUIRE);
 }
 
 static void rnr_nak(struct droce_qp *qp, uint32_t psn)
@@ -91,19 +126,18 @@ static void rnr_nak(struct droce_qp *qp, uint32_t psn)
 static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 		    const struct rte_mbuf *m, uint32_t flags)
 {
-	const struct mlx5_wqe_data_seg *d;
 	int ret;
 
 	if (flags & ROCE_OPF_FIRST) {
-		if (!have_recv(qp)) {
+		if (!claim_recv(qp)) {
 			rnr_nak(qp, p->psn);
 			return false;
 		}
 		qp->resp_recv_off = 0;
 	}
-	d = droce_rq_slot(qp, qp->rq_ci);
-	ret = eth_sge_scatter(qp, d, qp->rq_max_sge, qp->resp_recv_off, m,
-			      p->payload_off, p->payload_len);
+	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge,
+			      qp->resp_recv_off, m, p->payload_off,
+			      p->payload_len);
 	if (ret == ETH_SGE_LEN) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, IBV_WC_LOC_LEN_ERR);
 		return false;
@@ -160,8 +194,8 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
-	/* WRITE with immediate consumes a receive: check before writing. */
-	if ((flags & ROCE_OPF_IMMDT) && !have_recv(qp)) {
+	/* WRITE with immediate consumes a receive: claim before writing. */
+	if ((flags & ROCE_OPF_IMMDT) && !claim_recv(qp)) {
 		rnr_nak(qp, p->psn);
 		return false;
 	}
