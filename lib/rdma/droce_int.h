@@ -168,6 +168,16 @@ droce_wq_slot(const struct droce_wq *wq, uint32_t idx)
 		(size_t)(idx & (wq->cnt - 1)) * wq->stride);
 }
 
+/* A UD destination. The engine reads the datagram segment the post path
+ * wrote from it, never this object (an application can free it). */
+struct droce_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+};
+
+/* mlx5_wqe_av as droce fills it for UD sends. */
+#define DROCE_UD_AV_SEGS	3
+
 struct droce_srq {
 	struct ibv_srq ibv;
 	struct droce_dev *dev;
@@ -226,6 +236,7 @@ struct droce_qp {
 	struct droce_pd *pd;
 	struct droce_cq *scq;
 	struct droce_cq *rcq;
+	uint8_t transport;		/* ROCE_TRANSPORT_RC/UC/UD: opcodes it speaks */
 	bool is_ex;			/* created with send_ops_flags */
 	uint64_t send_ops_flags;
 	int sq_sig_all;
@@ -233,6 +244,7 @@ struct droce_qp {
 	/* attributes (control path writes, engine reads) */
 	enum ibv_qp_state state;
 	uint32_t dest_qpn;
+	uint32_t qkey;			/* UD */
 	uint32_t access;		/* qp_access_flags */
 	int path_mtu;			/* enum ibv_mtu */
 	uint32_t mtu;			/* bytes */
@@ -263,7 +275,8 @@ struct droce_qp {
 	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
 	int wr_err;			/* first error inside a wr_start batch */
-	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* */
+	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */
+	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */
 	rte_spinlock_t sq_lock;
 	/* receive queue: own_rq, or an SRQ's */
 	struct droce_wq *rq;
@@ -390,6 +403,8 @@ struct droce_dev {
 
 	/* engine-owned */
 	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	struct rte_mbuf **loopq;	/* frames to our own address */
+	uint32_t loopq_len;
 	struct rte_mbuf **txq;		/* packets waiting for tx_burst */
 	uint32_t txq_len;
 	uint32_t txq_cap;

@@ -787,19 +787,6 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	(void)cq; (void)nevents;
 }
 
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	(void)pd; (void)attr;
-	errno = EOPNOTSUPP;	/* UD comes with the verbs-coverage work */
-	return NULL;
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	(void)ah;
-	return EINVAL;
-}
-
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	(void)cq; (void)cqe;

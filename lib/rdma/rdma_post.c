@@ -55,6 +55,42 @@ static inline void set_atomic_seg(uint8_t *seg, uint8_t op, uint64_t compare_add
 	}
 }
 
+/* Which operations a QP type may post (IBTA table 38 / ibv_post_send(3)). */
+static inline bool op_allowed(const struct droce_qp *qp, uint8_t op)
+{
+	switch (qp->transport) {
+	case ROCE_TRANSPORT_RC:
+		return true;
+	case ROCE_TRANSPORT_UC:
+		return op != MLX5_OPCODE_RDMA_READ && !op_is_atomic(op);
+	default:
+		return op == MLX5_OPCODE_SEND || op == MLX5_OPCODE_SEND_IMM;
+	}
+}
+
+static inline uint64_t wr_length(const struct ibv_send_wr *wr)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		n += wr->sg_list[i].length;
+	return n;
+}
+
+/* The UD address vector, in mlx5's datagram segment layout. */
+static inline void set_ud_av(uint8_t *seg, const struct droce_ah *ah,
+			     uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct mlx5_wqe_av *av = (void *)seg;
+
+	memset(av, 0, sizeof(*av));
+	av->key.qkey.qkey = htobe32(remote_qkey);
+	av->dqp_dct = htobe32(remote_qpn & ROCE_QPN_MASK);
+	av->tclass = ah->attr.grh.traffic_class;
+	av->hop_limit = ah->attr.grh.hop_limit;
+	memcpy(av->rgid, ah->attr.grh.dgid.raw, 16);
+}
+
 static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
 {
 	__atomic_store_n(&qp->sq_db, pi, __ATOMIC_SEQ_CST);
@@ -119,8 +155,15 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 		op = mlx5_opcode_of(wr->opcode, &ok);
 		if (unlikely(!ok || wr->num_sge < 0 ||
-			     (uint32_t)wr->num_sge > qp->sq_max_sge)) {
+			     (uint32_t)wr->num_sge > qp->sq_max_sge ||
+			     !op_allowed(qp, op))) {
 			err = EINVAL;
+			goto out;
+		}
+		if (qp->transport == ROCE_TRANSPORT_UD &&
+		    unlikely(wr->wr.ud.ah == NULL ||
+			     wr_length(wr) > qp->dev->args.max_mtu)) {
+			err = EINVAL;	/* a datagram is one packet */
 			goto out;
 		}
 		if (unlikely(sq_full(qp, pi))) {
@@ -130,7 +173,12 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		wqe = droce_sq_slot(qp, pi);
 		seg = wqe + DROCE_SEG;
 		ds = 1;
-		if (op_is_atomic(op)) {
+		if (qp->transport == ROCE_TRANSPORT_UD) {
+			set_ud_av(seg, container_of(wr->wr.ud.ah, struct droce_ah, ibv),
+				  wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+			seg += DROCE_UD_AV_SEGS * DROCE_SEG;
+			ds += DROCE_UD_AV_SEGS;
+		} else if (op_is_atomic(op)) {
 			struct mlx5_wqe_raddr_seg *r = (void *)seg;
 			uint64_t len = 0;
 
@@ -302,6 +350,7 @@ static void wr_start(struct ibv_qp_ex *ex)
 	qp->sq_pi_start = qp->sq_pi_app;
 	qp->wr_err = 0;
 	qp->wr_cur = NULL;
+	qp->wr_last = NULL;
 }
 
 /* Open a new WQE for a builder; NULL (and wr_err set) if it can't be. */
@@ -320,8 +369,15 @@ static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
 		return NULL;
 	}
 	wqe = droce_sq_slot(qp, pi);
-	set_ctrl(qp, wqe, pi, op, raddr ? 2 : 1,
+	if (unlikely(!op_allowed(qp, op))) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
+	set_ctrl(qp, wqe, pi, op, qp->transport == ROCE_TRANSPORT_UD ?
+		 1 + DROCE_UD_AV_SEGS : raddr ? 2 : 1,
 		 fm_ce_se_of(qp, ex->wr_flags), imm, 0);
+	if (qp->transport == ROCE_TRANSPORT_UD)
+		memset(wqe + DROCE_SEG, 0, DROCE_UD_AV_SEGS * DROCE_SEG);
 	if (raddr) {
 		struct mlx5_wqe_raddr_seg *r = (void *)(wqe + DROCE_SEG);
 
@@ -332,7 +388,22 @@ static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
 	qp->sq_wrid[pi & (qp->sq_cnt - 1)] = ex->wr_id;
 	qp->sq_pi_app = pi + 1;
 	qp->wr_cur = wqe;
+	qp->wr_last = wqe;
 	return wqe;
+}
+
+static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
+			   uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct droce_qp *qp = qpx(ex);
+
+	if (unlikely(qp->wr_last == NULL || ah == NULL)) {
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	set_ud_av(qp->wr_last + DROCE_SEG, container_of(ah, struct droce_ah, ibv),
+		  remote_qpn, remote_qkey);
 }
 
 static void wr_send(struct ibv_qp_ex *ex)
@@ -538,6 +609,8 @@ void droce_qp_install_wr_ops(struct droce_qp *qp)
 		ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	if (f & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	if (qp->transport == ROCE_TRANSPORT_UD)
+		ex->wr_set_ud_addr = wr_set_ud_addr;
 	ex->wr_set_sge = wr_set_sge;
 	ex->wr_set_sge_list = wr_set_sge_list;
 	ex->wr_set_inline_data = wr_set_inline_data;

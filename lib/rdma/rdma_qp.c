@@ -177,8 +177,9 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (a->qp_type != IBV_QPT_RC) {
-		errno = EOPNOTSUPP;	/* UC and UD come with the verbs-coverage work */
+	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
+	    a->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;	/* XRC, raw packet, DC: not here */
 		return NULL;
 	}
 	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
@@ -214,15 +215,16 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
 	sge = RTE_MAX(a->cap.max_send_sge, 1u);
 	inl = a->cap.max_inline_data;
-	stride = RTE_MAX(DROCE_SEG * 3 + DROCE_SEG * sge,
-			 DROCE_SEG * 2 + 4 + inl);
+	/* ctrl + (raddr + atomic | UD address vector) + data */
+	stride = RTE_MAX(DROCE_SEG * (1 + DROCE_UD_AV_SEGS) + DROCE_SEG * sge,
+			 DROCE_SEG * (1 + DROCE_UD_AV_SEGS) + 4 + inl);
 	stride = RTE_ALIGN_CEIL(stride, DROCE_BB);
 	cnt = rte_align32pow2(RTE_MAX(a->cap.max_send_wr, 1u));
 	qp->sq_stride = stride;
 	qp->sq_cnt = cnt;
-	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * 3) / DROCE_SEG,
-				 (uint32_t)DROCE_MAX_SGE);
-	qp->sq_max_inline = RTE_MIN(stride - DROCE_SEG * 2 - 4,
+	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * (1 + DROCE_UD_AV_SEGS)) /
+				 DROCE_SEG, (uint32_t)DROCE_MAX_SGE);
+	qp->sq_max_inline = RTE_MIN(stride - DROCE_SEG * (1 + DROCE_UD_AV_SEGS) - 4,
 				    (uint32_t)DROCE_MAX_INLINE);
 	qp->sq_max_wr = cnt;
 	qp->sq_buf = rte_zmalloc_socket("droce_sq", (size_t)stride * cnt,
@@ -292,6 +294,9 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	pthread_mutex_init(&qp->ex.qp_base.mutex, NULL);
 	pthread_cond_init(&qp->ex.qp_base.cond, NULL);
 	qp->udp_sport = qp_udp_sport(qp->ex.qp_base.qp_num);
+	qp->transport = a->qp_type == IBV_QPT_RC ? ROCE_TRANSPORT_RC :
+			a->qp_type == IBV_QPT_UC ? ROCE_TRANSPORT_UC :
+						   ROCE_TRANSPORT_UD;
 	if (a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		qp->is_ex = true;
 		qp->send_ops_flags = a->send_ops_flags;
@@ -408,6 +413,8 @@ static void modify_apply(void *arg)
 	}
 	if (m & IBV_QP_DEST_QPN)
 		qp->dest_qpn = a->dest_qp_num & ROCE_QPN_MASK;
+	if (m & IBV_QP_QKEY)
+		qp->qkey = a->qkey;
 	if (m & IBV_QP_RQ_PSN)
 		qp->rq_psn = a->rq_psn & ROCE_PSN_MASK;
 	if (m & IBV_QP_SQ_PSN)
@@ -435,6 +442,11 @@ static void modify_apply(void *arg)
 	}
 	if (j->new == IBV_QPS_RTR || (m & IBV_QP_AV) || (m & IBV_QP_DEST_QPN))
 		build_template(qp);
+	if (qp->transport == ROCE_TRANSPORT_UD) {
+		/* Datagrams go where each WQE says; one path MTU, the port's. */
+		qp->mtu = qp->dev->args.max_mtu;
+		qp->tmpl_ready = true;
+	}
 	if (j->new == IBV_QPS_RTS && j->old == IBV_QPS_RTR) {
 		qp->req_psn = qp->sq_psn;
 		qp->req_psn_max = qp->sq_psn;
@@ -552,6 +564,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	attr->rq_psn = qp->rq_psn;
 	attr->sq_psn = qp->sq_psn;
 	attr->dest_qp_num = qp->dest_qpn;
+	attr->qkey = qp->qkey;
 	attr->cap = qp->cap;
 	attr->ah_attr = qp->ah;
 	attr->pkey_index = qp->pkey_index;

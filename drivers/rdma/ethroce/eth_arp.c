@@ -145,6 +145,10 @@ bool eth_neigh_resolve(struct droce_dev *dev, uint32_t ip,
 	uint64_t now = eth_now(), hz = rte_get_tsc_hz();
 
 	*failed = false;
+	if (ip == dev->args.ip) {	/* ourselves: loopback */
+		rte_ether_addr_copy(&dev->mac, mac);
+		return true;
+	}
 	if (n && n->resolved) {
 		rte_ether_addr_copy(&n->mac, mac);
 		return true;

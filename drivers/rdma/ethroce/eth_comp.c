@@ -232,7 +232,7 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 	sge = (const void *)((const uint8_t *)c + 2 * DROCE_SEG);
 	if (nsge * DROCE_SEG + 2 * DROCE_SEG > qp->sq_stride)
 		nsge = 0;
-	ret = eth_sge_scatter(qp, qp->pd, sge, nsge, off, m, p->payload_off,
+	ret = eth_sge_scatter(qp, qp->pd, sge, nsge, off, m, NULL, p->payload_off,
 			      p->payload_len);
 	if (unlikely(ret)) {
 		st->status = ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :

@@ -20,6 +20,7 @@
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
 #define ETH_TXQ_CAP		4096
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
+#define ETH_LOOPQ_CAP		1024
 #define ETH_REQ_WINDOW		1024	/* unacknowledged PSNs per QP */
 #define ETH_WHEEL_SLOTS		1024	/* power of two */
 #define ETH_TICK_US		50
@@ -92,7 +93,7 @@ int eth_tx_flush(struct droce_dev *dev);
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);
 static inline bool eth_tx_busy(const struct droce_dev *dev)
 {
-	return dev->txq_len >= ETH_TXQ_HIGH;
+	return dev->txq_len >= ETH_TXQ_HIGH || dev->loopq_len >= ETH_TXQ_HIGH;
 }
 
 /* eth_rx.c */
@@ -135,9 +136,11 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
 /* Scatter/gather between mlx5 data segments (big-endian) and packets. */
 int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
+/* Scatter len bytes from m (at moff), or from buf + moff when m is NULL. */
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
-		    const struct rte_mbuf *m, uint32_t moff, uint32_t len);
+		    const struct rte_mbuf *m, const uint8_t *buf, uint32_t moff,
+		    uint32_t len);
 
 /* Error codes of gather/scatter. */
 #define ETH_SGE_PROT	-1	/* bad key, PD, bounds or rights */

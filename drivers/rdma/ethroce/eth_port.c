@@ -102,6 +102,13 @@ int eth_port_setup(struct droce_dev *dev)
 		goto fail;
 	}
 	dev->txq_cap = ETH_TXQ_CAP;
+	dev->loopq = rte_zmalloc_socket("droce_loopq",
+			sizeof(*dev->loopq) * ETH_LOOPQ_CAP, RTE_CACHE_LINE_SIZE,
+			socket);
+	if (dev->loopq == NULL) {
+		ret = -ENOMEM;
+		goto fail;
+	}
 	ret = rte_eth_dev_start(port);
 	if (ret) {
 		DROCE_LOG(ERR, "port %u: start failed: %s", port, strerror(-ret));
@@ -130,6 +137,8 @@ int eth_port_setup(struct droce_dev *dev)
 	}
 	return 0;
 fail:
+	rte_free(dev->loopq);
+	dev->loopq = NULL;
 	rte_free(dev->txq);
 	dev->txq = NULL;
 	rte_mempool_free(dev->pool);
@@ -146,6 +155,10 @@ void eth_port_close(struct droce_dev *dev)
 	rte_eth_dev_stop(dev->port_id);
 	rte_pktmbuf_free_bulk(dev->txq, dev->txq_len);
 	dev->txq_len = 0;
+	rte_pktmbuf_free_bulk(dev->loopq, dev->loopq_len);
+	dev->loopq_len = 0;
+	rte_free(dev->loopq);
+	dev->loopq = NULL;
 	rte_eth_dev_close(dev->port_id);
 	rte_free(dev->txq);
 	dev->txq = NULL;

@@ -31,6 +31,9 @@ struct wqe_view {
 	uint32_t length;
 	uint64_t swap_add;	/* atomics */
 	uint64_t compare;
+	uint32_t dqpn;		/* UD: from the address vector */
+	uint32_t qkey;
+	uint32_t dst_ip;
 };
 
 
@@ -53,7 +56,17 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 	v->inl = c->signature & DROCE_WQE_INLINE;
 	if (ds == 0 || ds * DROCE_SEG > qp->sq_stride)
 		return -1;
-	switch (v->op) {
+	if (qp->transport == ROCE_TRANSPORT_UD) {
+		const struct mlx5_wqe_av *av = (const void *)(w + DROCE_SEG);
+
+		if ((v->op != MLX5_OPCODE_SEND && v->op != MLX5_OPCODE_SEND_IMM) ||
+		    ds < 1 + DROCE_UD_AV_SEGS)
+			return -1;
+		v->dqpn = be32toh(av->dqp_dct) & ROCE_QPN_MASK;
+		v->qkey = be32toh(av->key.qkey.qkey);
+		memcpy(&v->dst_ip, &av->rgid[12], 4);
+		used = 1 + DROCE_UD_AV_SEGS;
+	} else switch (v->op) {
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
 		break;
@@ -144,7 +157,8 @@ int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
-		    const struct rte_mbuf *m, uint32_t moff, uint32_t len)
+		    const struct rte_mbuf *m, const uint8_t *buf, uint32_t moff,
+		    uint32_t len)
 {
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t sl = be32toh(d[i].byte_count);
@@ -163,7 +177,9 @@ int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 					 IBV_ACCESS_LOCAL_WRITE);
 		if (unlikely(dst == NULL))
 			return ETH_SGE_PROT;
-		if (unlikely(eth_mbuf_copy(m, moff, dst, n)))
+		if (m == NULL)
+			memcpy(dst, buf + moff, n);
+		else if (unlikely(eth_mbuf_copy(m, moff, dst, n)))
 			return ETH_SGE_LEN;
 		moff += n;
 		len -= n;
@@ -291,8 +307,9 @@ void eth_req_arm_timer(struct droce_qp *qp)
 {
 	uint64_t ns;
 
-	if (qp->timeout == 0 || qp->req_timer_tsc)
-		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3) */
+	if (qp->timeout == 0 || qp->req_timer_tsc ||
+	    qp->transport != ROCE_TRANSPORT_RC)
+		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3); UC/UD: no ACKs */
 	ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
 	qp->req_timer_tsc = eth_now() + (uint64_t)((double)ns *
 				(double)qp->eng->tsc_hz / 1e9);
@@ -321,6 +338,67 @@ static uint8_t pick_opcode(uint8_t op, bool first, bool last)
 	return ROCE_OP_WRITE_MIDDLE;
 }
 
+/* UC and UD: nothing acknowledges a message; it completes once sent. */
+static void complete_sent(struct droce_qp *qp, uint32_t idx, uint8_t status)
+{
+	eth_complete_send(qp, idx, status);
+	qp->req_acked = qp->req_hwm = idx + 1;
+	qp->req_una_psn = qp->req_psn_max = qp->req_psn;
+	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
+}
+
+/* One UD datagram: SEND ONLY (with immediate) and a DETH. */
+static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
+{
+	struct roce_pkt p = qp->tmpl;
+	struct rte_ether_addr mac;
+	struct rte_mbuf *m;
+	uint32_t idx = qp->req_cur;
+	bool failed;
+	uint8_t *pl;
+
+	if (!eth_neigh_resolve(qp->dev, v->dst_ip, &mac, &failed)) {
+		/* Wait for (or fail on) this destination's MAC. */
+		qp->dst_ip = v->dst_ip;
+		qp->tmpl_ready = false;
+		qp_resolve(qp);
+		return false;
+	}
+	if (v->length > qp->mtu) {
+		qp->req_cur++;
+		complete_sent(qp, idx, IBV_WC_LOC_LEN_ERR);
+		return true;
+	}
+	memcpy(p.dst_mac, mac.addr_bytes, 6);
+	memcpy(p.dst_ip, &v->dst_ip, 4);
+	p.dest_qp = v->dqpn;
+	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_UD, v->op == MLX5_OPCODE_SEND_IMM ?
+			       ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
+	p.psn = qp->req_psn;
+	p.se = v->flags & DROCE_WQE_SOLICITED;
+	p.imm = v->imm;
+	/* IBTA 10.2.5: a Q_Key with the high bit set means the QP's own. */
+	p.deth_qkey = (v->qkey & 0x80000000u) ? qp->qkey : v->qkey;
+	p.deth_src_qp = qp->ex.qp_base.qp_num;
+	m = eth_build(qp, &p, v->length, &pl);
+	if (unlikely(m == NULL))
+		return false;
+	if (v->inl) {
+		memcpy(pl, v->inl_data, v->length);
+	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0, pl,
+					   v->length))) {
+		rte_pktmbuf_free(m);
+		qp->req_cur++;
+		complete_sent(qp, idx, IBV_WC_LOC_PROT_ERR);
+		return true;
+	}
+	eth_finish(qp->dev, m, &p);
+	qp->req_psn = roce_psn_add(qp->req_psn, 1);
+	qp->req_cur++;
+	complete_sent(qp, idx, IBV_WC_SUCCESS);
+	return true;
+}
+
 /* Send the next packet of WQE req_cur. Returns false if the QP must stop. */
 static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		     struct droce_swqe_state *st)
@@ -328,6 +406,9 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 	struct roce_pkt p = qp->tmpl;
 	struct rte_mbuf *m;
 	uint8_t *pl;
+
+	if (qp->transport == ROCE_TRANSPORT_UD)
+		return send_ud(qp, v);
 
 	if (op_is_atomic(v->op)) {
 		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
@@ -377,9 +458,9 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		bool last = qp->req_off + seg == v->length;
 		uint8_t rop = pick_opcode(v->op, first, last);
 
-		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, rop);
+		p.opcode = ROCE_OPCODE(qp->transport, rop);
 		p.psn = qp->req_psn;
-		p.ack_req = last;
+		p.ack_req = last && qp->transport == ROCE_TRANSPORT_RC;
 		p.se = last && (v->flags & DROCE_WQE_SOLICITED) &&
 		       (v->op == MLX5_OPCODE_SEND || v->op == MLX5_OPCODE_SEND_IMM ||
 			v->op == MLX5_OPCODE_RDMA_WRITE_IMM);
@@ -409,6 +490,8 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 			st->psn_last = p.psn;
 			qp->req_cur++;
 			qp->req_off = 0;
+			if (qp->transport == ROCE_TRANSPORT_UC)
+				complete_sent(qp, qp->req_cur - 1, IBV_WC_SUCCESS);
 		}
 	}
 	return true;

@@ -76,8 +76,9 @@ static inline const struct droce_pd *recv_pd(const struct droce_qp *qp)
 	return qp->srq ? qp->srq->pd : qp->pd;
 }
 
-static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
-			  uint32_t len, bool has_imm, uint32_t imm)
+static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
+			       uint8_t status, uint32_t len, uint8_t wc_flags,
+			       uint32_t imm, uint32_t src_qp)
 {
 	struct droce_cqe e;
 
@@ -87,15 +88,22 @@ static void recv_complete(struct droce_qp *qp, uint8_t opcode, uint8_t status,
 	e.opcode = opcode;
 	e.byte_len = len;
 	e.qp_num = qp->ex.qp_base.qp_num;
-	e.src_qp = qp->dest_qpn;
-	if (has_imm) {
-		e.wc_flags = IBV_WC_WITH_IMM;
+	e.src_qp = src_qp;
+	e.wc_flags = wc_flags;
+	if (wc_flags & IBV_WC_WITH_IMM)
 		e.imm_data = imm;
-	}
 	e.timestamp = eth_now();
 	qp->resp_have_wqe = false;
 	if (unlikely(!droce_cq_push(qp->rcq, &e)))
 		DROCE_LOG(ERR, "QP 0x%x: receive CQ overrun", e.qp_num);
+}
+
+static inline void recv_complete(struct droce_qp *qp, uint8_t opcode,
+				 uint8_t status, uint32_t len, bool has_imm,
+				 uint32_t imm)
+{
+	recv_complete_from(qp, opcode, status, len,
+			   has_imm ? IBV_WC_WITH_IMM : 0, imm, qp->dest_qpn);
 }
 
 /* Fatal responder error: NAK, complete the receive in error, QP error. */
@@ -108,6 +116,18 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 {
 	DROCE_LOG(DEBUG, "QP 0x%x: responder error (eth_resp.c:%d): NAK %u at PSN 0x%06x, epsn 0x%06x",
 		  qp->ex.qp_base.qp_num, line, nak, psn, qp->resp_epsn);
+	if (qp->transport != ROCE_TRANSPORT_RC) {
+		/* UC has no NAKs: a bad message is dropped (IBTA 9.8.3), the
+		 * QP lives on unless a receive buffer was too small. */
+		qp->resp_in_send = qp->resp_in_write = false;
+		qp->dev->st.rx_malformed++;
+		if (recv_status == IBV_WC_SUCCESS)
+			return;
+		if (qp->resp_have_wqe)
+			recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
+		eth_qp_error(qp);
+		return;
+	}
 	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
 	eth_send_ack(qp, ROCE_AETH_NAK | nak, psn);
@@ -117,6 +137,12 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 
 static void rnr_nak(struct droce_qp *qp, uint32_t psn)
 {
+	if (qp->transport != ROCE_TRANSPORT_RC) {
+		/* UC: no receive, the message is lost. */
+		qp->resp_in_send = qp->resp_in_write = false;
+		qp->dev->st.rx_no_recv++;
+		return;
+	}
 	/* Sent at once; the requester resends from psn after the timer. */
 	eth_send_ack(qp, ROCE_AETH_RNR_NAK | (qp->min_rnr_timer & 0x1f), psn);
 }
@@ -136,7 +162,7 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 		qp->resp_recv_off = 0;
 	}
 	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge,
-			      qp->resp_recv_off, m, p->payload_off,
+			      qp->resp_recv_off, m, NULL, p->payload_off,
 			      p->payload_len);
 	if (ret == ETH_SGE_LEN) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, IBV_WC_LOC_LEN_ERR);
@@ -471,6 +497,49 @@ static bool opcode_in_sequence(const struct droce_qp *qp, uint8_t op)
 	return !send_cont && !write_cont;
 }
 
+/*
+ * A UD datagram: Q_Key check (IBTA 10.2.5), a receive or a silent drop,
+ * then the 40-byte GRH area and the payload. For RoCEv2 over IPv4 the GRH
+ * area holds the IPv4 header in its last 20 bytes, as applications expect.
+ */
+static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
+		       const struct rte_mbuf *m)
+{
+	uint8_t op = p->opcode & 0x1f;
+	uint8_t grh[40];
+	int ret;
+
+	if (op != ROCE_OP_SEND_ONLY && op != ROCE_OP_SEND_ONLY_IMM) {
+		qp->dev->st.rx_malformed++;
+		return;
+	}
+	if (p->deth_qkey != qp->qkey) {
+		qp->dev->st.rx_bad_qkey++;
+		return;
+	}
+	if (!claim_recv(qp)) {
+		qp->dev->st.rx_no_recv++;
+		return;
+	}
+	memset(grh, 0, sizeof(grh));
+	if (eth_mbuf_copy(m, p->l3_off, grh + 20, 20))
+		return;
+	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge, 0,
+			      NULL, grh, 0, sizeof(grh));
+	if (ret == 0)
+		ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge,
+				      qp->resp_nsge, sizeof(grh), m, NULL,
+				      p->payload_off, p->payload_len);
+	recv_complete_from(qp, IBV_WC_RECV,
+			   ret == 0 ? IBV_WC_SUCCESS :
+			   ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :
+						IBV_WC_LOC_PROT_ERR,
+			   (uint32_t)sizeof(grh) + p->payload_len,
+			   IBV_WC_GRH | (op == ROCE_OP_SEND_ONLY_IMM ?
+					 IBV_WC_WITH_IMM : 0),
+			   p->imm, p->deth_src_qp);
+}
+
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m)
 {
@@ -481,7 +550,24 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	/* Requests are taken from RTR on (IBTA 10.3.1); not in error. */
 	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
 		return;
+	if (qp->transport == ROCE_TRANSPORT_UD) {
+		resp_rx_ud(qp, p, m);
+		return;
+	}
 	d = roce_psn_diff(p->psn, qp->resp_epsn);
+	if (qp->transport == ROCE_TRANSPORT_UC) {
+		/* IBTA 9.8.3: a gap loses the message in progress; the QP
+		 * picks up again at the next FIRST or ONLY, whatever its PSN. */
+		if (d != 0 || !opcode_in_sequence(qp, op)) {
+			qp->resp_in_send = qp->resp_in_write = false;
+			qp->st.seq_err++;
+			qp->dev->st.rx_seq_err++;
+			if (!(flags & ROCE_OPF_FIRST))
+				return;
+			qp->resp_epsn = p->psn;
+		}
+		d = 0;
+	}
 	if (d > 0) {
 		/* A gap: NAK once per expected PSN, drop until it arrives. */
 		qp->st.seq_err++;
@@ -583,5 +669,6 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		return;
 	}
 	qp->resp_epsn = roce_psn_add(p->psn, 1);
-	owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
+	if (qp->transport == ROCE_TRANSPORT_RC)
+		owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
 }

@@ -126,8 +126,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 					(const struct rte_ether_addr *)p.src_mac);
 	}
 	oi = roce_opcode_info(p.opcode);
-	/* RC QPs take RC opcodes only (IBTA 9.6.1.1 C9-...: wrong transport). */
-	if (unlikely((p.opcode & 0xe0) != ROCE_TRANSPORT_RC)) {
+	/* A QP takes its own transport's opcodes only (IBTA 9.6.1.1). */
+	if (unlikely((p.opcode & 0xe0) != qp->transport)) {
 		dev->st.rx_malformed++;
 		return;
 	}
@@ -142,7 +142,24 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 
 int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 {
-	uint16_t n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
+	uint16_t n;
+
+	if (unlikely(dev->loopq_len)) {
+		/* Frames we sent to ourselves; what they cause loops next time. */
+		uint32_t k = RTE_MIN(dev->loopq_len, (uint32_t)ETH_RX_BURST);
+		struct rte_mbuf *b[ETH_RX_BURST];
+
+		memcpy(b, dev->loopq, k * sizeof(*b));
+		memmove(dev->loopq, dev->loopq + k,
+			(dev->loopq_len - k) * sizeof(*b));
+		dev->loopq_len -= k;
+		for (uint32_t i = 0; i < k; i++) {
+			eth_rx_one(eng, dev, b[i]);
+			rte_pktmbuf_free(b[i]);
+		}
+		return (int)k;
+	}
+	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 1 < n)

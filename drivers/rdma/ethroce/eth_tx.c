@@ -48,6 +48,19 @@ void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 	memset(end - p->pad, 0, p->pad);
 	roce_icrc_store(end, roce_icrc_frame(buf, p));
 	DROCE_TRACE("tx", dev->args.name, p);
+	/* Two QPs of one device: the frame never leaves (the port could not
+	 * loop it back anyway); it is received on the next poll. */
+	if (unlikely(memcmp(p->dst_ip, &dev->args.ip, 4) == 0)) {
+		if (dev->loopq_len < ETH_LOOPQ_CAP) {
+			dev->loopq[dev->loopq_len++] = m;
+			dev->st.tx_pkts++;
+			dev->st.tx_bytes += m->pkt_len;
+		} else {
+			dev->st.tx_full++;
+			rte_pktmbuf_free(m);
+		}
+		return;
+	}
 	eth_tx_enqueue(dev, m);
 }
 
