@@ -78,7 +78,8 @@ struct droce_cqe {
 	uint16_t slid;
 	uint32_t vendor_err;
 	uint8_t dlid_path_bits;
-	uint8_t rsvd0[3];
+	uint8_t solicited;		/* for ibv_req_notify_cq(solicited_only) */
+	uint8_t rsvd0[2];
 	uint64_t timestamp;		/* engine TSC at completion */
 	uint8_t rsvd1[15];
 	uint8_t owner;
@@ -125,6 +126,8 @@ struct droce_cq {
 	uint64_t wc_flags;		/* requested extended fields */
 	bool ex;
 	uint32_t refcnt;		/* QPs using it */
+	volatile uint8_t armed;		/* DROCE_CQ_* (ibv_req_notify_cq) */
+	uint32_t events_delivered;	/* by ibv_get_cq_event */
 	/* application side */
 	uint32_t ci;
 	struct droce_cqe *cur;		/* ibv_start_poll cursor */
@@ -135,6 +138,10 @@ struct droce_cq {
 	uint32_t pi __rte_cache_aligned;
 	bool overrun;
 };
+
+enum { DROCE_CQ_DISARMED, DROCE_CQ_ARM_ANY, DROCE_CQ_ARM_SOLICITED };
+void droce_cq_event(struct droce_cq *cq, const struct droce_cqe *e);
+void droce_cq_wait_events_acked(struct droce_cq *cq);
 
 static inline struct droce_cq *droce_cq_of(struct ibv_cq *cq)
 {
@@ -431,6 +438,9 @@ struct droce_drv_ops {
 	int (*poll)(struct droce_dev *dev);
 	/* The engine's view of a QP state change (flush on error...). */
 	void (*qp_state_changed)(struct droce_qp *qp, enum ibv_qp_state old);
+	/* A thread starts (+1) or stops (-1) sleeping for a completion or
+	 * async event: an app-driven engine then runs on its own, promptly. */
+	void (*app_waiting)(struct droce_dev *dev, int delta);
 };
 
 extern const struct droce_drv_ops *droce_drv;

@@ -82,8 +82,12 @@ int ibv_get_async_event(struct ibv_context *context,
 	}
 	c = droce_ctx(context);
 	/* Blocks unless the application made async_fd non-blocking. */
-	if (read(c->async_fd, &n, sizeof(n)) != sizeof(n))
+	droce_drv->app_waiting(c->dev, 1);
+	if (read(c->async_fd, &n, sizeof(n)) != sizeof(n)) {
+		droce_drv->app_waiting(c->dev, -1);
 		return -1;
+	}
+	droce_drv->app_waiting(c->dev, -1);
 	rte_spinlock_lock(&c->async_lock);
 	*event = c->async_q[c->async_head++ % ASYNC_RING];
 	rte_spinlock_unlock(&c->async_lock);

@@ -37,6 +37,8 @@ bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
 			 (uint8_t)(((cq->pi >> cq->log_size) & 1) ^ 1),
 			 __ATOMIC_RELEASE);
 	cq->pi++;
+	if (unlikely(cq->armed))
+		droce_cq_event(cq, src);
 	return true;
 }
 
@@ -94,12 +96,6 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	return n;
 }
 
-int droce_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	(void)solicited_only;
-	/* No completion channel can exist yet, so there is no one to notify. */
-	return cq->channel ? EOPNOTSUPP : 0;
-}
 
 /* ------------------------------------------------------- extended CQ */
 
@@ -242,8 +238,8 @@ static struct droce_cq *cq_create(struct ibv_context *ctx, int cqe,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (channel != NULL) {
-		errno = EOPNOTSUPP;
+	if (channel != NULL && channel->context != ctx) {
+		errno = EINVAL;
 		return NULL;
 	}
 	dev = droce_dev_of_ctx(ctx);
@@ -287,6 +283,8 @@ static struct droce_cq *cq_create(struct ibv_context *ctx, int cqe,
 	pthread_cond_init(&cq->cq.cond, NULL);
 	if (ex)
 		droce_cq_install_ex_ops(cq);
+	if (channel)
+		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
 	return cq;
 }
 
@@ -344,7 +342,12 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	dev = cq->dev;
 	if (__atomic_load_n(&cq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	__atomic_store_n(&cq->armed, DROCE_CQ_DISARMED, __ATOMIC_RELEASE);
 	droce_drv->exec(dev, sync_noop, NULL);
+	if (cq->cq.channel) {
+		droce_cq_wait_events_acked(cq);
+		__atomic_fetch_sub(&cq->cq.channel->refcnt, 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_lock(&dev->lock);
 	dev->nb_cq--;
 	pthread_mutex_unlock(&dev->lock);

@@ -761,32 +761,6 @@ enum ibv_fork_status ibv_is_fork_initialized(void)
 	return IBV_FORK_UNNEEDED;
 }
 
-struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
-{
-	(void)context;
-	errno = EOPNOTSUPP;	/* completion channels: see the verbs-coverage work */
-	return NULL;
-}
-
-int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	(void)channel;
-	return EINVAL;
-}
-
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-		     void **cq_context)
-{
-	(void)channel; (void)cq; (void)cq_context;
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-	(void)cq; (void)nevents;
-}
-
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
 	(void)cq; (void)cqe;

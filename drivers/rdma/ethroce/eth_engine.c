@@ -334,11 +334,14 @@ static void *keeper_main(void *arg)
 {
 	struct droce_engine *eng = arg;
 	uint64_t quiet = eng->tsc_hz / 1000000 * ETH_KEEPER_US;
-	struct timespec ts = { 0, ETH_KEEPER_US * 1000 };
+	struct timespec slow = { 0, ETH_KEEPER_US * 1000 };
+	struct timespec fast = { 0, ETH_KEEPER_WAIT_US * 1000 };
 
 	while (!eng->keeper_stop) {
-		nanosleep(&ts, NULL);
-		if (eth_now() - eng->last_drive_tsc < quiet)
+		bool waiting = eng->app_waiters != 0;
+
+		nanosleep(waiting ? &fast : &slow, NULL);
+		if (!waiting && eth_now() - eng->last_drive_tsc < quiet)
 			continue;	/* the application is polling */
 		if (!rte_spinlock_trylock(&eng->app_lock))
 			continue;
@@ -536,7 +539,14 @@ static void eth_qp_state_changed(struct droce_qp *qp, enum ibv_qp_state old)
 	}
 }
 
+static void eth_app_waiting(struct droce_dev *dev, int delta)
+{
+	__atomic_fetch_add(&dev->eng->app_waiters, (uint32_t)delta,
+			   __ATOMIC_RELAXED);
+}
+
 static const struct droce_drv_ops eth_ops = {
+	.app_waiting = eth_app_waiting,
 	.dev_probe = eth_dev_probe,
 	.dev_remove = eth_dev_remove,
 	.qp_notify = eth_qp_notify,

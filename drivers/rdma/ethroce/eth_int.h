@@ -26,6 +26,7 @@
 #define ETH_TICK_US		50
 #define ETH_ARP_POLL_US		1000
 #define ETH_KEEPER_US		1000
+#define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event */
 #define ETH_ARP_RETRY_MS	100
 
 struct droce_engine {
@@ -63,6 +64,7 @@ struct droce_engine {
 	bool keeper_running;
 	volatile bool keeper_stop;
 	volatile uint64_t last_drive_tsc;
+	volatile uint32_t app_waiters;	/* threads asleep on an event */
 	uint32_t idle_us;
 	/* load */
 	uint64_t loops;

@@ -78,7 +78,7 @@ static inline const struct droce_pd *recv_pd(const struct droce_qp *qp)
 
 static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 			       uint8_t status, uint32_t len, uint8_t wc_flags,
-			       uint32_t imm, uint32_t src_qp)
+			       uint32_t imm, uint32_t src_qp, bool solicited)
 {
 	struct droce_cqe e;
 
@@ -90,6 +90,7 @@ static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 	e.qp_num = qp->ex.qp_base.qp_num;
 	e.src_qp = src_qp;
 	e.wc_flags = wc_flags;
+	e.solicited = solicited;
 	if (wc_flags & IBV_WC_WITH_IMM)
 		e.imm_data = imm;
 	e.timestamp = eth_now();
@@ -100,10 +101,11 @@ static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 
 static inline void recv_complete(struct droce_qp *qp, uint8_t opcode,
 				 uint8_t status, uint32_t len, bool has_imm,
-				 uint32_t imm)
+				 uint32_t imm, bool solicited)
 {
 	recv_complete_from(qp, opcode, status, len,
-			   has_imm ? IBV_WC_WITH_IMM : 0, imm, qp->dest_qpn);
+			   has_imm ? IBV_WC_WITH_IMM : 0, imm, qp->dest_qpn,
+			   solicited);
 }
 
 /* Fatal responder error: NAK, complete the receive in error, QP error. */
@@ -124,12 +126,12 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 		if (recv_status == IBV_WC_SUCCESS)
 			return;
 		if (qp->resp_have_wqe)
-			recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
+			recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
 		eth_qp_error(qp);
 		return;
 	}
 	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
-		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0);
+		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
 	eth_send_ack(qp, ROCE_AETH_NAK | nak, psn);
 	qp->flags &= ~DROCE_QPF_ACK_PENDING;
 	eth_qp_error(qp);
@@ -176,7 +178,7 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 	qp->resp_in_send = !(flags & ROCE_OPF_LAST);
 	if (flags & ROCE_OPF_LAST) {
 		recv_complete(qp, IBV_WC_RECV, IBV_WC_SUCCESS, qp->resp_recv_off,
-			      flags & ROCE_OPF_IMMDT, p->imm);
+			      flags & ROCE_OPF_IMMDT, p->imm, p->se);
 		qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
 	}
 	return true;
@@ -236,7 +238,7 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 	if (flags & ROCE_OPF_LAST) {
 		if (flags & ROCE_OPF_IMMDT)
 			recv_complete(qp, IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_SUCCESS,
-				      qp->resp_write_len, true, p->imm);
+				      qp->resp_write_len, true, p->imm, p->se);
 		qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
 	}
 	return true;
@@ -537,7 +539,7 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 			   (uint32_t)sizeof(grh) + p->payload_len,
 			   IBV_WC_GRH | (op == ROCE_OP_SEND_ONLY_IMM ?
 					 IBV_WC_WITH_IMM : 0),
-			   p->imm, p->deth_src_qp);
+			   p->imm, p->deth_src_qp, p->se);
 }
 
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
