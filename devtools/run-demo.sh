@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# Set up (devtools/setup.sh: packages, hugepages, build), then run the demo:
-# two droce nodes joined by a net_ring pair in one process, talking RDMA.
+# Set up (devtools/setup.sh: packages, hugepages, build), then run the main
+# job: the droce console on its embedded default (two droce nodes joined by
+# a net_ring pair in one process) with its built-in script, which exercises
+# every supported RDMA operation, checks the data, runs 2 s of traffic and
+# ends with a summary.
 #
-#   bash devtools/run-demo.sh [droce-demo arguments]
+#   bash devtools/run-demo.sh [console options, e.g. -i to stay interactive]
 #
-# Arguments are passed to build/app/droce-demo/droce-demo unchanged; with none
-# it uses its default EAL arguments. When setup.sh found no usable hugepages,
-# DROCE_NO_HUGE=1 and DROCE_EAL_EXTRA_ARGS="--no-huge -m N" are exported.
+# When setup.sh found no usable hugepages, DROCE_NO_HUGE=1 and
+# DROCE_EAL_EXTRA_ARGS="--no-huge -m N" are exported (the console reads it).
 
 set -euo pipefail
 
@@ -20,10 +22,9 @@ cd "$DROCE_ROOT"
 bash devtools/setup.sh </dev/null || droce_die "set-up failed (status $?), see above"
 droce_load_eal_env
 
-demo=$DROCE_BUILD_DIR/app/droce-demo/droce-demo
-if [[ ! -x $demo ]]; then
-	droce_die "the demo was not built: $demo does not exist
-  (app/droce-demo/meson.build must build an executable named 'droce-demo')"
+console=$DROCE_BUILD_DIR/app/droce-console/droce-console
+if [[ ! -x $console ]]; then
+	droce_die "the console was not built: $console does not exist"
 fi
-droce_log "running $demo $*"
-exec "$demo" "$@"
+droce_log "running $console -- --cmdfile app/droce-console/demo.cmd $*"
+exec "$console" -- --cmdfile "$DROCE_ROOT/app/droce-console/demo.cmd" "$@"

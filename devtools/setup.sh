@@ -23,7 +23,7 @@
 set -euo pipefail
 
 # Debian 12 packages needed to build, test and demo droce.
-PACKAGES="build-essential meson ninja-build pkg-config clang libdpdk-dev dpdk libibverbs-dev ibverbs-providers libnuma-dev libisal-dev libpcap-dev python3 iproute2 tmux"
+PACKAGES="build-essential meson ninja-build pkg-config clang libdpdk-dev dpdk libibverbs-dev ibverbs-providers libnuma-dev libisal-dev libpcap-dev python3 iproute2 tmux tshark"
 
 DROCE_TAG=setup
 # shellcheck source=devtools/common.sh
@@ -74,9 +74,12 @@ step_packages() {
 		droce_log "packages: WARNING: not available from apt here, skipped: ${unavail[*]}"
 	fi
 	if ((${#avail[@]})); then
+		# tshark asks whether non-root users may capture: answer no.
+		echo "wireshark-common wireshark-common/install-setuid boolean false" |
+			debconf-set-selections 2>/dev/null || true
 		droce_log "packages: apt-get install ${avail[*]}"
-		apt-get -q -y --no-install-recommends -o DPkg::Lock::Timeout=300 \
-			install "${avail[@]}" </dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends \
+			-o DPkg::Lock::Timeout=300 install "${avail[@]}" </dev/null
 	fi
 }
 

@@ -241,6 +241,12 @@ int main(int argc, char **argv)
 				eal_argv[eal_argc++] = t;
 		}
 		eal_argv[eal_argc] = NULL;
+		/* 22.11 refuses --in-memory with --no-huge: --no-shconf. */
+		for (i = 1; i < eal_argc; i++)
+			if (strcmp(eal_argv[i], "--no-huge") == 0)
+				for (int j = 1; j < eal_argc; j++)
+					if (strcmp(eal_argv[j], "--in-memory") == 0)
+						eal_argv[j] = (char *)"--no-shconf";
 		argc = dd > 0 ? argc - dd : 1;
 		argv = dd > 0 ? argv + dd : argv;
 	}

@@ -51,6 +51,13 @@ static int eal_from_env(void)
 		split_args(extra, argv, &argc);
 	}
 	argv[argc] = NULL;
+	/* DPDK 22.11 refuses --in-memory with --no-huge; --no-shconf keeps
+	 * the same promise of leaving nothing behind. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--no-huge") == 0)
+			for (int j = 1; j < argc; j++)
+				if (strcmp(argv[j], "--in-memory") == 0)
+					argv[j] = (char *)"--no-shconf";
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0 && rte_errno != EALREADY) {
 		DROCE_LOG(ERR, "EAL init from DROCE_EAL_ARGS=\"%s\" failed: %s",

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * QPs: the state machine (modify qp with the attributes each transition
+ * needs, defaulted or given), connecting two local QPs or one to a remote
+ * endpoint, and the transport state as the engine sees it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <rte_cycles.h>
+
+#include "console.h"
+
+#define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static const struct {
+	int bit;
+	const char *name;
+} mask_names[] = {
+	{ IBV_QP_STATE, "state" }, { IBV_QP_CUR_STATE, "cur_state" },
+	{ IBV_QP_EN_SQD_ASYNC_NOTIFY, "en_sqd_async_notify" },
+	{ IBV_QP_ACCESS_FLAGS, "access" }, { IBV_QP_PKEY_INDEX, "pkey" },
+	{ IBV_QP_PORT, "port" }, { IBV_QP_QKEY, "qkey" }, { IBV_QP_AV, "av" },
+	{ IBV_QP_PATH_MTU, "mtu" }, { IBV_QP_TIMEOUT, "timeout" },
+	{ IBV_QP_RETRY_CNT, "retry_cnt" }, { IBV_QP_RNR_RETRY, "rnr_retry" },
+	{ IBV_QP_RQ_PSN, "rq_psn" }, { IBV_QP_MAX_QP_RD_ATOMIC, "max_rd_atomic" },
+	{ IBV_QP_ALT_PATH, "alt_path" }, { IBV_QP_MIN_RNR_TIMER, "min_rnr_timer" },
+	{ IBV_QP_SQ_PSN, "sq_psn" }, { IBV_QP_MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic" },
+	{ IBV_QP_PATH_MIG_STATE, "path_mig_state" }, { IBV_QP_CAP, "cap" },
+	{ IBV_QP_DEST_QPN, "dqpn" },
+};
+
+static void mask_str(int mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < RTE_DIM(mask_names); i++)
+		if (mask & mask_names[i].bit)
+			n += (size_t)snprintf(buf + n, len > n ? len - n : 0, "%s%s",
+					      n ? "|" : "", mask_names[i].name);
+}
+
+static const char *needs(enum ibv_qp_state from, enum ibv_qp_state to)
+{
+	if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
+		return "RESET->INIT needs pkey, port, access";
+	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
+		return "INIT->RTR needs av (dgid), mtu, dqpn, rq_psn, max_dest_rd_atomic, min_rnr_timer";
+	if (from == IBV_QPS_RTR && to == IBV_QPS_RTS)
+		return "RTR->RTS needs sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic";
+	return "valid: RESET->INIT->RTR->RTS, RTS<->SQD, SQE->RTS, any->RESET|ERR";
+}
+
+/* What a modify asks for, before defaults. */
+struct qp_mod {
+	struct ibv_qp_attr a;
+	int mask;
+	int peer;			/* local peer QP id, -1 */
+	bool remote;			/* dgid/dqpn given */
+	bool nodefaults;
+	bool quiet;
+};
+
+static void set_av(struct ibv_qp_attr *a, const union ibv_gid *dgid,
+		   uint8_t sgid_index, uint8_t hop_limit, uint8_t tclass)
+{
+	memset(&a->ah_attr, 0, sizeof(a->ah_attr));
+	a->ah_attr.is_global = 1;
+	a->ah_attr.port_num = 1;
+	a->ah_attr.grh.dgid = *dgid;
+	a->ah_attr.grh.sgid_index = sgid_index;
+	a->ah_attr.grh.hop_limit = hop_limit;
+	a->ah_attr.grh.traffic_class = tclass;
+}
+
+/* Largest path MTU both ends allow (a remote end: ours). */
+static int default_mtu(const struct con_qp *q, int peer)
+{
+	uint32_t m = g.devs[con_qp_dev(q)].dev->args.max_mtu;
+
+	if (peer >= 0)
+		m = RTE_MIN(m, g.devs[con_qp_dev(&g.qps[peer])].dev->args.max_mtu);
+	return con_mtu_enum(m) < 0 ? IBV_MTU_1024 : con_mtu_enum(m);
+}
+
+/* Apply one transition of qp id to state `to`, filling in what it needs. */
+static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
+{
+	struct con_qp *q = &g.qps[id];
+	struct ibv_qp_attr a = m->a;
+	enum ibv_qp_state from = PEEK(droce_qp_of(q->qp)->state);
+	int mask = m->mask | IBV_QP_STATE;
+	char ms[256];
+	int ret;
+
+	a.qp_state = to;
+	if (!m->nodefaults) {
+		if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+			if (!(mask & IBV_QP_PKEY_INDEX))
+				a.pkey_index = 0;
+			if (!(mask & IBV_QP_PORT))
+				a.port_num = 1;
+			if (!(mask & IBV_QP_ACCESS_FLAGS))
+				a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC;
+			mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		} else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
+			int peer = m->peer;
+
+			if (!(mask & IBV_QP_AV) || !(mask & IBV_QP_DEST_QPN)) {
+				if (peer < 0 && !q->remote && q->peer < 0)
+					return con_err("modify qp %d: RTR needs the other end: peer <qp> (a local QP), "
+						       "or dgid <gid> and dqpn <qpn> (and rq_psn)", id);
+				if (peer < 0)
+					peer = q->peer;
+			}
+			if (!(mask & IBV_QP_AV)) {
+				union ibv_gid gid;
+
+				if (peer >= 0) {
+					if (ibv_query_gid(g.devs[con_qp_dev(&g.qps[peer])].ctx,
+							  1, 1, &gid))
+						return con_err("modify qp %d: cannot read the peer's GID", id);
+				} else {
+					gid = q->rgid;
+				}
+				set_av(&a, &gid, 1, 64, 0);
+				mask |= IBV_QP_AV;
+			}
+			if (!(mask & IBV_QP_DEST_QPN)) {
+				a.dest_qp_num = peer >= 0 ? g.qps[peer].qp->qp_num : q->rqpn;
+				mask |= IBV_QP_DEST_QPN;
+			}
+			if (!(mask & IBV_QP_RQ_PSN)) {
+				a.rq_psn = peer >= 0 ? g.qps[peer].psn : q->rpsn;
+				mask |= IBV_QP_RQ_PSN;
+			}
+			if (!(mask & IBV_QP_PATH_MTU)) {
+				a.path_mtu = (enum ibv_mtu)default_mtu(q, peer);
+				mask |= IBV_QP_PATH_MTU;
+			}
+			if (!(mask & IBV_QP_MAX_DEST_RD_ATOMIC)) {
+				a.max_dest_rd_atomic = DROCE_MAX_RD_ATOMIC;
+				mask |= IBV_QP_MAX_DEST_RD_ATOMIC;
+			}
+			if (!(mask & IBV_QP_MIN_RNR_TIMER)) {
+				a.min_rnr_timer = 12;
+				mask |= IBV_QP_MIN_RNR_TIMER;
+			}
+		} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+			if (!(mask & IBV_QP_SQ_PSN))
+				a.sq_psn = q->psn;
+			if (!(mask & IBV_QP_TIMEOUT))
+				a.timeout = 14;
+			if (!(mask & IBV_QP_RETRY_CNT))
+				a.retry_cnt = 7;
+			if (!(mask & IBV_QP_RNR_RETRY))
+				a.rnr_retry = 7;
+			if (!(mask & IBV_QP_MAX_QP_RD_ATOMIC))
+				a.max_rd_atomic = DROCE_MAX_RD_ATOMIC;
+			mask |= IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+	}
+	mask_str(mask, ms, sizeof(ms));
+	ret = ibv_modify_qp(q->qp, &a, mask);
+	if (ret)
+		return con_err("modify qp %d: %s -> %s failed: %s (attr mask %s; %s)", id,
+			       con_qp_state_str(from), con_qp_state_str(to),
+			       strerror(ret), ms, needs(from, to));
+	if (to == IBV_QPS_RTR || (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))) {
+		if (m->peer >= 0) {
+			q->peer = m->peer;
+			q->remote = false;
+		} else if (m->remote) {
+			q->peer = -1;
+			q->remote = true;
+			if (mask & IBV_QP_AV)
+				q->rgid = a.ah_attr.grh.dgid;
+			q->rqpn = a.dest_qp_num;
+			q->rpsn = a.rq_psn;
+		}
+	}
+	if (mask & IBV_QP_SQ_PSN)
+		q->psn = a.sq_psn & 0xffffff;
+	if (!m->quiet)
+		printf("qp %d: %s -> %s (%s)\n", id, con_qp_state_str(from),
+		       con_qp_state_str(to), ms);
+	return 0;
+}
+
+static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->peer = -1;
+	union ibv_gid dgid;
+	uint64_t sgid_index = 1, hop_limit = 64, tclass = 0;
+	bool av = false;
+
+	for (int i = 0; i < argc; i++) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t x = 0;
+
+		if (strcmp(k, "nodefaults") == 0) {
+			m->nodefaults = true;
+			continue;
+		}
+		if (v == NULL)
+			return con_err("%s: '%s' needs a value", cmd, k);
+		i++;
+		if (strcmp(k, "access") == 0) {
+			unsigned int acc;
+
+			if (con_access_parse(v, &acc))
+				return con_err("%s: access takes a comma list of lw,rw,rr,ra, or all|none", cmd);
+			m->a.qp_access_flags = (int)acc;
+			m->mask |= IBV_QP_ACCESS_FLAGS;
+			continue;
+		}
+		if (strcmp(k, "dgid") == 0) {
+			if (con_gid_parse(v, &dgid))
+				return con_err("%s: dgid '%s' is neither a GID nor an IPv4 address", cmd, v);
+			av = true;
+			m->remote = true;
+			continue;
+		}
+		if (strcmp(k, "peer") == 0) {
+			int pid;
+
+			if (con_get_qp(cmd, v, &pid) == NULL)
+				return -1;
+			m->peer = pid;
+			continue;
+		}
+		if (strcmp(k, "cur_state") == 0) {
+			int s = con_qp_state_by_name(v);
+
+			if (s < 0)
+				return con_err("%s: cur_state: unknown state '%s'", cmd, v);
+			m->a.cur_qp_state = (enum ibv_qp_state)s;
+			m->mask |= IBV_QP_CUR_STATE;
+			continue;
+		}
+		if (strcmp(k, "mtu") == 0) {
+			if (con_arg_u64(cmd, "mtu", v, &x, 0))
+				return -1;
+			if (con_mtu_enum(x) < 0)
+				return con_err("%s: mtu must be 256, 512, 1024, 2048 or 4096", cmd);
+			m->a.path_mtu = (enum ibv_mtu)con_mtu_enum(x);
+			m->mask |= IBV_QP_PATH_MTU;
+			continue;
+		}
+		{
+			static const struct {
+				const char *name;
+				int mask;
+				uint64_t max;
+			} num[] = {
+				{ "pkey", IBV_QP_PKEY_INDEX, UINT16_MAX },
+				{ "port", IBV_QP_PORT, UINT8_MAX },
+				{ "dqpn", IBV_QP_DEST_QPN, 0xffffff },
+				{ "rq_psn", IBV_QP_RQ_PSN, 0xffffff },
+				{ "sq_psn", IBV_QP_SQ_PSN, 0xffffff },
+				{ "max_dest_rd_atomic", IBV_QP_MAX_DEST_RD_ATOMIC, UINT8_MAX },
+				{ "max_rd_atomic", IBV_QP_MAX_QP_RD_ATOMIC, UINT8_MAX },
+				{ "min_rnr_timer", IBV_QP_MIN_RNR_TIMER, UINT8_MAX },
+				{ "timeout", IBV_QP_TIMEOUT, UINT8_MAX },
+				{ "retry_cnt", IBV_QP_RETRY_CNT, UINT8_MAX },
+				{ "rnr_retry", IBV_QP_RNR_RETRY, UINT8_MAX },
+				{ "sgid_index", 0, UINT8_MAX },
+				{ "hop_limit", 0, UINT8_MAX },
+				{ "traffic_class", 0, UINT8_MAX },
+			};
+			size_t n;
+
+			for (n = 0; n < RTE_DIM(num); n++)
+				if (strcmp(k, num[n].name) == 0)
+					break;
+			if (n == RTE_DIM(num))
+				return con_err("%s: unknown attribute '%s' (pkey port access mtu dqpn dgid sgid_index hop_limit "
+					       "traffic_class rq_psn sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer "
+					       "timeout retry_cnt rnr_retry cur_state peer nodefaults)", cmd, k);
+			if (con_arg_u64(cmd, k, v, &x, num[n].max))
+				return -1;
+			m->mask |= num[n].mask;
+			switch (num[n].mask) {
+			case IBV_QP_PKEY_INDEX: m->a.pkey_index = (uint16_t)x; break;
+			case IBV_QP_PORT: m->a.port_num = (uint8_t)x; break;
+			case IBV_QP_DEST_QPN: m->a.dest_qp_num = (uint32_t)x; m->remote = true; break;
+			case IBV_QP_RQ_PSN: m->a.rq_psn = (uint32_t)x; break;
+			case IBV_QP_SQ_PSN: m->a.sq_psn = (uint32_t)x; break;
+			case IBV_QP_MAX_DEST_RD_ATOMIC: m->a.max_dest_rd_atomic = (uint8_t)x; break;
+			case IBV_QP_MAX_QP_RD_ATOMIC: m->a.max_rd_atomic = (uint8_t)x; break;
+			case IBV_QP_MIN_RNR_TIMER: m->a.min_rnr_timer = (uint8_t)x; break;
+			case IBV_QP_TIMEOUT: m->a.timeout = (uint8_t)x; break;
+			case IBV_QP_RETRY_CNT: m->a.retry_cnt = (uint8_t)x; break;
+			case IBV_QP_RNR_RETRY: m->a.rnr_retry = (uint8_t)x; break;
+			default:
+				if (k[0] == 's')
+					sgid_index = x;
+				else if (k[0] == 'h')
+					hop_limit = x;
+				else
+					tclass = x;
+			}
+		}
+	}
+	if (av) {
+		set_av(&m->a, &dgid, (uint8_t)sgid_index, (uint8_t)hop_limit,
+		       (uint8_t)tclass);
+		m->mask |= IBV_QP_AV;
+	}
+	return 0;
+}
+
+static int modify_qp(int argc, char **argv)
+{
+	const char *cmd = "modify qp";
+	struct qp_mod m;
+	int id, st;
+
+	if (argc < 2)
+		return con_err("modify qp: usage: modify qp <id> reset|init|rtr|rts|sqd|sqe|err [attr value]... [nodefaults]");
+	if (con_get_qp(cmd, argv[0], &id) == NULL)
+		return -1;
+	st = con_qp_state_by_name(argv[1]);
+	if (st < 0)
+		return con_err("modify qp: unknown state '%s' (reset init rtr rts sqd sqe err)",
+			       argv[1]);
+	if (g.qps[id].busy)
+		return con_err("modify qp: qp %d is running traffic (traffic stop first)", id);
+	if (parse_mod(cmd, argc - 2, argv + 2, &m))
+		return -1;
+	return qp_modify(id, (enum ibv_qp_state)st, &m);
+}
+
+/* RESET/INIT -> INIT -> RTR -> RTS with m's attributes. */
+static int bring_up(int id, struct qp_mod *m)
+{
+	enum ibv_qp_state s = PEEK(droce_qp_of(g.qps[id].qp)->state);
+	struct qp_mod init = { .peer = -1, .quiet = true };
+
+	if (s != IBV_QPS_RESET && s != IBV_QPS_INIT)
+		return con_err("connect qp: qp %d is in %s; connect starts from RESET or INIT "
+			       "(modify qp %d reset)", id, con_qp_state_str(s), id);
+	if (s == IBV_QPS_RESET && qp_modify(id, IBV_QPS_INIT, &init))
+		return -1;
+	m->quiet = true;
+	if (qp_modify(id, IBV_QPS_RTR, m))
+		return -1;
+	{
+		struct qp_mod rts = { .peer = -1, .quiet = true };
+
+		return qp_modify(id, IBV_QPS_RTS, &rts);
+	}
+}
+
+static void print_conn(int id)
+{
+	const struct con_qp *q = &g.qps[id];
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia))
+		return;
+	printf("qp %d (QPN 0x%06x): %s, dqpn 0x%06x, path MTU %d, sq_psn 0x%06x rq_psn 0x%06x\n",
+	       id, q->qp->qp_num, con_qp_state_str(a.qp_state), a.dest_qp_num,
+	       128 << a.path_mtu, a.sq_psn, a.rq_psn);
+}
+
+static int connect_qp(int argc, char **argv)
+{
+	const char *cmd = "connect qp";
+	struct qp_mod m;
+	int a, b;
+
+	if (argc < 2)
+		return con_err("connect qp: usage: connect qp <a> <b> [attr value]... | connect qp <a> remote <gid> <qpn> <psn> [attr value]...");
+	if (con_get_qp(cmd, argv[0], &a) == NULL)
+		return -1;
+	if (g.qps[a].busy)
+		return con_err("connect qp: qp %d is running traffic", a);
+	if (strcmp(argv[1], "remote") == 0) {
+		union ibv_gid gid;
+		uint64_t qpn, psn;
+		char gs[INET6_ADDRSTRLEN];
+
+		if (argc < 5)
+			return con_err("connect qp: usage: connect qp <a> remote <gid> <qpn> <psn> [mtu <n>] (see 'show endpoint' on the other side)");
+		if (con_gid_parse(argv[2], &gid))
+			return con_err("connect qp: '%s' is neither a GID nor an IPv4 address", argv[2]);
+		if (con_arg_u64(cmd, "qpn", argv[3], &qpn, 0xffffff) ||
+		    con_arg_u64(cmd, "psn", argv[4], &psn, 0xffffff))
+			return -1;
+		if (parse_mod(cmd, argc - 5, argv + 5, &m))
+			return -1;
+		if (!(m.mask & IBV_QP_AV))
+			set_av(&m.a, &gid, 1, 64, 0);
+		m.mask |= IBV_QP_AV | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		m.a.dest_qp_num = (uint32_t)qpn;
+		m.a.rq_psn = (uint32_t)psn;
+		m.remote = true;
+		m.peer = -1;
+		if (bring_up(a, &m))
+			return -1;
+		con_gid_str(&gid, gs, sizeof(gs));
+		print_conn(a);
+		printf("qp %d connected to remote %s QPN 0x%06" PRIx64 "\n", a, gs, qpn);
+		return 0;
+	}
+	if (con_get_qp(cmd, argv[1], &b) == NULL)
+		return -1;
+	if (a == b)
+		return con_err("connect qp: a QP cannot be its own peer (loopback: use two QPs)");
+	if (g.qps[b].busy)
+		return con_err("connect qp: qp %d is running traffic", b);
+	if (parse_mod(cmd, argc - 2, argv + 2, &m))
+		return -1;
+	if (m.mask & (IBV_QP_AV | IBV_QP_DEST_QPN) || m.peer >= 0)
+		return con_err("connect qp: dgid/dqpn/peer come from the two QPs here");
+	{
+		struct qp_mod mb = m;
+
+		m.peer = b;
+		mb.peer = a;
+		if (bring_up(a, &m) || bring_up(b, &mb))
+			return -1;
+	}
+	print_conn(a);
+	print_conn(b);
+	printf("qp %d <-> qp %d connected (RC, RESET -> INIT -> RTR -> RTS)\n", a, b);
+	return 0;
+}
+
+static int show_endpoint(int argc, char **argv)
+{
+	const struct con_qp *q;
+	union ibv_gid gid;
+	char gs[INET6_ADDRSTRLEN];
+	int id, d;
+
+	if (argc != 1)
+		return con_err("show endpoint: usage: show endpoint <qp>");
+	q = con_get_qp("show endpoint", argv[0], &id);
+	if (q == NULL)
+		return -1;
+	d = con_qp_dev(q);
+	if (ibv_query_gid(g.devs[d].ctx, 1, 1, &gid))
+		return con_err("show endpoint: cannot read the GID of dev %d", d);
+	con_gid_str(&gid, gs, sizeof(gs));
+	printf("qp %d endpoint: gid %s qpn 0x%06x psn 0x%06x (dev %d, %s)\n", id, gs,
+	       q->qp->qp_num, q->psn, d, g.devs[d].dev->args.name);
+	printf("  on the other console: connect qp <its qp> remote %s 0x%06x 0x%06x\n",
+	       gs, q->qp->qp_num, q->psn);
+	for (int i = 0; i < CON_MAX_MR; i++)
+		if (g.mrs[i].used && g.mrs[i].pd == q->pd)
+			printf("  mr %d: raddr 0x%" PRIx64 " rkey 0x%x len %" PRIu64 "\n", i,
+			       (uint64_t)(uintptr_t)g.mrs[i].buf, g.mrs[i].mr->rkey,
+			       g.mrs[i].len);
+	return 0;
+}
+
+static void flags_str(uint32_t f, char *buf, size_t len)
+{
+	static const char *const n[] = {
+		"ON_ACTIVE", "ACK_PENDING", "ARP_WAIT", "NAK_SENT", "FLUSH",
+		"ON_TIMER", "REQ_STALL",
+	};
+	size_t k = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < 32; i++)
+		if (f & (1u << i))
+			k += (size_t)snprintf(buf + k, len > k ? len - k : 0, "%s%s",
+					      k ? "|" : "",
+					      i < RTE_DIM(n) ? n[i] : "?");
+	if (k == 0)
+		snprintf(buf, len, "none");
+}
+
+static void show_qp_detail(int id)
+{
+	const struct con_qp *q = &g.qps[id];
+	const struct droce_qp *dq = droce_qp_of(q->qp);
+	struct droce_qp_stats st;
+	enum ibv_qp_state s = PEEK(dq->state);
+	uint32_t sq_pi = PEEK(dq->sq_db), sq_ci = PEEK(dq->sq_ci);
+	struct ibv_qp_cap cap = con_qp_cap(q->qp);
+	uint32_t acked = PEEK(dq->req_acked), cur = PEEK(dq->req_cur);
+	uint64_t timer = PEEK(dq->req_timer_tsc);
+	char acc[64], fl[128], dip[INET_ADDRSTRLEN];
+	uint32_t dst_ip = PEEK(dq->dst_ip);
+
+	objects_print_qp_line(id);
+	printf("  attributes: path MTU %u, access %s, timeout %u, retry_cnt %u, rnr_retry %u,"
+	       " min_rnr_timer %u, max_rd_atomic %u, max_dest_rd_atomic %u\n",
+	       PEEK(dq->mtu), con_access_str(PEEK(dq->access), acc, sizeof(acc)),
+	       PEEK(dq->timeout), PEEK(dq->retry_cnt), PEEK(dq->rnr_retry),
+	       PEEK(dq->min_rnr_timer), PEEK(dq->max_rd_atomic),
+	       PEEK(dq->max_dest_rd_atomic));
+	inet_ntop(AF_INET, &dst_ip, dip, sizeof(dip));
+	printf("  path: dest QPN 0x%06x, dest IP %s, UDP source port %u, dest MAC %s\n",
+	       PEEK(dq->dest_qpn), dip, PEEK(dq->udp_sport),
+	       PEEK(dq->tmpl_ready) ? "resolved" : "not resolved yet");
+	printf("  caps: sq %u WQEs (stride %u B), rq %u, send sge %u, recv sge %u, inline %u, sq_sig_all %d\n",
+	       cap.max_send_wr, dq->sq_stride, cap.max_recv_wr, cap.max_send_sge,
+	       cap.max_recv_sge, cap.max_inline_data, dq->sq_sig_all);
+	printf("  requester: sq_psn 0x%06x  req_psn 0x%06x  una_psn 0x%06x  outstanding WQEs %u"
+	       " (sent %u, to send %u; sq pi %u ci %u)\n",
+	       PEEK(dq->sq_psn), PEEK(dq->req_psn), PEEK(dq->req_una_psn),
+	       sq_pi - acked, cur - acked, sq_pi - cur, sq_pi, sq_ci);
+	printf("             reads/atomics in flight %u, retries %u, rnr retries %u, rnr wait %s,"
+	       " timer %s",
+	       PEEK(dq->req_rd_outstanding), PEEK(dq->req_retries),
+	       PEEK(dq->req_rnr_retries), PEEK(dq->req_rnr_wait) ? "yes" : "no",
+	       timer ? "armed" : "off");
+	if (timer) {
+		uint64_t now = rte_rdtsc();
+
+		printf(" (%s %.0f us)", timer > now ? "fires in" : "due",
+		       (double)(timer > now ? timer - now : now - timer) * 1e6 /
+		       (double)g.tsc_hz);
+	}
+	printf("\n");
+	printf("  responder: rq_psn 0x%06x  epsn 0x%06x  msn %u  recv WQEs posted %u,"
+	       " read/atomic responses queued %u\n",
+	       PEEK(dq->rq_psn), PEEK(dq->resp_epsn), PEEK(dq->resp_msn),
+	       con_rq_pending(dq), PEEK(dq->rd_tail) - PEEK(dq->rd_head));
+	flags_str(PEEK(dq->flags), fl, sizeof(fl));
+	printf("  engine flags: %s\n", fl);
+	if (droce_qp_stats_get(q->qp, &st) == 0) {
+		printf("  counters:");
+#define X(name, help) printf(" " #name " %" PRIu64, st.name);
+		DROCE_QP_STATS(X)
+#undef X
+		printf("\n");
+	}
+	(void)s;
+}
+
+static int show_qp(int argc, char **argv)
+{
+	int id, n = 0;
+
+	if (argc > 1)
+		return con_err("show qp: usage: show qp [<id>]");
+	if (argc == 1) {
+		if (con_get_qp("show qp", argv[0], &id) == NULL)
+			return -1;
+		show_qp_detail(id);
+		return 0;
+	}
+	for (int i = 0; i < CON_MAX_QP; i++)
+		if (g.qps[i].used) {
+			show_qp_detail(i);
+			n++;
+		}
+	if (n == 0)
+		printf("no qp\n");
+	return 0;
+}
+
+const struct con_cmd con_cmds_qp[] = {
+	{ "qp", "show qp", "[<id>]", "transport state: state, attributes, PSNs (req_psn/una/epsn), outstanding WQEs, retries, timer, counters", show_qp },
+	{ "qp", "modify qp", "<id> reset|init|rtr|rts|sqd|sqe|err [attr value]... [nodefaults]",
+	  "move a QP to a state. Attributes: pkey port access mtu dqpn dgid sgid_index hop_limit traffic_class rq_psn "
+	  "sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer timeout retry_cnt rnr_retry cur_state, peer <qp> (a local QP "
+	  "as the other end). What the transition needs and is not given is defaulted, unless nodefaults", modify_qp },
+	{ "qp", "connect qp", "<a> <b> [mtu <n>] [attr value]... | <a> remote <gid> <qpn> <psn> [mtu <n>]",
+	  "bring QPs from RESET (or INIT) to RTS: two local QPs with each other, or one with a remote endpoint", connect_qp },
+	{ "qp", "show endpoint", "<qp>", "our GID, QPN, PSN (what the other side's 'connect qp ... remote' needs) and MR keys", show_endpoint },
+	{ NULL, NULL, NULL, NULL, NULL },
+};

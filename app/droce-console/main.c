@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * droce-console: start-up (EAL, devices), the run modes (interactive,
+ * --cmdfile, --batch) and the background work between commands.
+ *
+ *   droce-console [EAL args] -- [-i] [--cmdfile FILE] [--batch]
+ *                 [--port NAME,DEVARGS]... [--no-echo]
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "console.h"
+
+struct con g;
+
+#define MAX_EAL_ARGS	64
+#define MAX_PORTS	DROCE_MAX_DEVS
+
+static struct ibv_device **dev_list;
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [EAL args] -- [options]\n"
+	       "  -i, --interactive    interactive prompt (after --cmdfile, if given)\n"
+	       "  --cmdfile FILE       run the commands in FILE, then exit (or -i)\n"
+	       "  --batch              read commands from stdin; exit non-zero at the\n"
+	       "                       first failing command, saying which line\n"
+	       "  --port NAME,DEVARGS  make a droce device of ethdev port NAME (an EAL\n"
+	       "                       --vdev or a NIC) with droce devargs, e.g.\n"
+	       "                       --port net_memif0,ip=198.18.0.1,mtu=1024\n"
+	       "                       (repeatable; default: two devices on a net_ring\n"
+	       "                       pair in this process, 198.18.0.1 and .2)\n"
+	       "  --no-echo            do not echo script commands\n"
+	       "Default EAL args: -l 0-1 --in-memory --no-pci --log-level=*:warning,\n"
+	       "plus the words of $DROCE_EAL_EXTRA_ARGS (with --no-huge there,\n"
+	       "--no-shconf replaces --in-memory, which DPDK refuses with it).\n", prog);
+}
+
+static bool is_console_opt(const char *s)
+{
+	static const char *const o[] = {
+		"-i", "--interactive", "--cmdfile", "--batch", "--port",
+		"--no-echo", "-h", "--help",
+	};
+
+	for (size_t i = 0; i < RTE_DIM(o); i++)
+		if (strcmp(s, o[i]) == 0 || (strncmp(s, o[i], strlen(o[i])) == 0 &&
+					     s[strlen(o[i])] == '='))
+			return true;
+	return false;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g.interrupted = 1;
+	g.terminate = 1;
+}
+
+/* -------------------------------------------------------- background */
+
+uint64_t con_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static bool app_mode_busy(void)
+{
+	for (int i = 0; i < g.nb_devs; i++)
+		if (g.devs[i].dev->args.lcore < 0 && g.devs[i].dev->nb_qp)
+			return true;
+	return false;
+}
+
+int con_idle_timeout_ms(void)
+{
+	if (traffic_on_main())
+		return 0;
+	if (app_mode_busy())
+		return 1;
+	if (capture_active())
+		return 2;	/* the engine fills the capture ring meanwhile */
+	return -1;
+}
+
+/* Keyboard input while a command runs: ^C aborts the wait, the rest is
+ * kept for the prompt. */
+static void read_ahead(void)
+{
+	static uint64_t last;
+	uint64_t now = con_now_us();
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	char buf[64];
+	ssize_t n;
+
+	if (now - last < 20000)
+		return;
+	last = now;
+	if (poll(&pfd, 1, 0) <= 0)
+		return;
+	n = read(STDIN_FILENO, buf, sizeof(buf));
+	if (n <= 0) {
+		g.stdin_eof = true;
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] == 3) {	/* ^C */
+			g.interrupted = 1;
+			continue;
+		}
+		if (g.pending_len < sizeof(g.pending))
+			g.pending[g.pending_len++] = buf[i];
+	}
+}
+
+void con_service(void)
+{
+	traffic_service();
+	capture_service();
+	for (int i = 0; i < g.nb_devs; i++)
+		if (g.devs[i].dev->args.lcore < 0)
+			droce_poll(g.devs[i].ctx);
+	if (g.interactive && g.in_command && !g.stdin_eof)
+		read_ahead();
+}
+
+int con_wait(uint64_t timeout_us, bool (*done)(void *), void *arg)
+{
+	uint64_t t0 = con_now_us();
+
+	for (;;) {
+		uint64_t el;
+
+		if (done(arg))
+			return 0;
+		if (g.interrupted || g.terminate)
+			return -EINTR;
+		el = con_now_us() - t0;
+		if (timeout_us && el >= timeout_us)
+			return -ETIMEDOUT;
+		con_service();
+		/* Spin briefly (completions come in microseconds), then doze
+		 * unless something here needs the CPU. */
+		if (el > 2000 && !traffic_on_main() && !app_mode_busy())
+			usleep(200);
+	}
+}
+
+/* ---------------------------------------------------------- scripts */
+
+static int run_stream(FILE *f, const char *name, bool stop_on_error,
+		      bool echo, int *failed)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0;
+
+	while (!g.quit && !g.terminate && getline(&line, &cap, f) >= 0) {
+		char *p = line;
+		size_t l;
+
+		lineno++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		l = strlen(p);
+		while (l && (p[l - 1] == '\n' || p[l - 1] == '\r' ||
+			     p[l - 1] == ' ' || p[l - 1] == '\t'))
+			p[--l] = '\0';
+		if (*p == '\0' || *p == '#')
+			continue;
+		if (echo) {
+			printf("%s%s\n", CON_PROMPT, p);
+			fflush(stdout);
+		}
+		if (cli_run_line(p)) {
+			(*failed)++;
+			fflush(stdout);
+			fprintf(stderr, "droce-console: %s:%d: command failed: %s\n",
+				name, lineno, p);
+			if (stop_on_error) {
+				free(line);
+				return -1;
+			}
+		}
+	}
+	free(line);
+	return 0;
+}
+
+/* ---------------------------------------------------------- start-up */
+
+static int setup_devices(char **ports, int nb_ports)
+{
+	int ret, n;
+
+	if (nb_ports == 0) {
+		char da[96], db[96];
+		const char *app = rte_lcore_count() > 1 ? "" : ",lcore=app";
+
+		snprintf(da, sizeof(da), "ip=198.18.0.1,mtu=4096%s", app);
+		snprintf(db, sizeof(db), "ip=198.18.0.2,mtu=4096%s", app);
+		ret = droce_create_ring_pair(da, db);
+		if (ret) {
+			fprintf(stderr, "droce-console: cannot create the net_ring pair: %s\n",
+				strerror(-ret));
+			return -1;
+		}
+	}
+	for (int i = 0; i < nb_ports; i++) {
+		char name[RTE_ETH_NAME_MAX_LEN];
+		const char *comma = strchr(ports[i], ',');
+		size_t l = comma ? (size_t)(comma - ports[i]) : strlen(ports[i]);
+
+		if (comma == NULL || l == 0 || l >= sizeof(name)) {
+			fprintf(stderr, "droce-console: --port %s: expected NAME,DEVARGS (e.g. net_memif0,ip=198.18.0.1)\n",
+				ports[i]);
+			return -1;
+		}
+		memcpy(name, ports[i], l);
+		name[l] = '\0';
+		ret = droce_dev_create_by_name(name, comma + 1);
+		if (ret < 0) {
+			uint16_t p;
+
+			fprintf(stderr, "droce-console: --port %s: %s\n", ports[i],
+				ret == -ENODEV ? "no such ethdev port" : strerror(-ret));
+			fprintf(stderr, "  ethdev ports:");
+			RTE_ETH_FOREACH_DEV(p) {
+				char pn[RTE_ETH_NAME_MAX_LEN];
+
+				if (rte_eth_dev_get_name_by_port(p, pn) == 0)
+					fprintf(stderr, " %u:%s", p, pn);
+			}
+			fprintf(stderr, "\n");
+			return -1;
+		}
+	}
+	dev_list = ibv_get_device_list(&n);
+	if (dev_list == NULL || n == 0) {
+		fprintf(stderr, "droce-console: no droce device\n");
+		return -1;
+	}
+	for (int i = 0; i < n && i < DROCE_MAX_DEVS; i++) {
+		struct con_dev *d = &g.devs[i];
+
+		d->ctx = ibv_open_device(dev_list[i]);
+		if (d->ctx == NULL) {
+			fprintf(stderr, "droce-console: ibv_open_device(%s): %s\n",
+				ibv_get_device_name(dev_list[i]), strerror(errno));
+			return -1;
+		}
+		d->dev = container_of(dev_list[i], struct droce_dev, ibv_dev);
+		d->port = (uint16_t)droce_dev_port_id(d->ctx);
+		d->probe_mtu = d->dev->args.max_mtu;
+		g.nb_devs++;
+	}
+	return 0;
+}
+
+static void teardown(void)
+{
+	int ret;
+
+	traffic_stop_all();
+	capture_stop_all();
+	objects_destroy_all();
+	for (int i = 0; i < g.nb_devs; i++)
+		ibv_close_device(g.devs[i].ctx);
+	g.nb_devs = 0;
+	if (dev_list)
+		ibv_free_device_list(dev_list);
+	ret = droce_cleanup();
+	if (ret)
+		fprintf(stderr, "droce-console: droce_cleanup: %s\n", strerror(-ret));
+	cli_free();
+	rte_eal_cleanup();
+}
+
+int main(int argc, char **argv)
+{
+	char *eal_argv[MAX_EAL_ARGS + 1];
+	char extra_buf[1024];
+	char *ports[MAX_PORTS];
+	int eal_argc = 0, nb_ports = 0, dd = -1, first_opt, ret, failed = 0;
+	const char *cmdfile = NULL, *extra = getenv("DROCE_EAL_EXTRA_ARGS");
+	bool interactive = false, batch = false, echo = true;
+	int status = 0;
+
+	/* EAL arguments: before "--", or the default. */
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dd = i;
+			break;
+		}
+	eal_argv[eal_argc++] = argv[0];
+	if (dd > 1 || (dd < 0 && argc > 1 && !is_console_opt(argv[1]))) {
+		int end = dd > 0 ? dd : argc;
+
+		for (int i = 1; i < end && eal_argc < MAX_EAL_ARGS - 16; i++)
+			eal_argv[eal_argc++] = argv[i];
+		first_opt = dd > 0 ? dd + 1 : argc;
+	} else {
+		eal_argv[eal_argc++] = (char *)"-l";
+		eal_argv[eal_argc++] = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+				       (char *)"0-1" : (char *)"0";
+		/* DPDK 22.11 refuses --in-memory with --no-huge (which implies
+		 * legacy memory); then --no-shconf leaves no files behind. */
+		eal_argv[eal_argc++] = extra && strstr(extra, "--no-huge") ?
+				       (char *)"--no-shconf" : (char *)"--in-memory";
+		eal_argv[eal_argc++] = (char *)"--no-pci";
+		eal_argv[eal_argc++] = (char *)"--log-level=*:warning";
+		first_opt = dd > 0 ? dd + 1 : 1;
+	}
+	if (extra && *extra) {
+		char *save = NULL;
+
+		snprintf(extra_buf, sizeof(extra_buf), "%s", extra);
+		for (char *t = strtok_r(extra_buf, " \t", &save);
+		     t && eal_argc < MAX_EAL_ARGS; t = strtok_r(NULL, " \t", &save))
+			eal_argv[eal_argc++] = t;
+	}
+	eal_argv[eal_argc] = NULL;
+
+	/* Our options first: a usage error should not start the EAL. */
+	for (int i = first_opt; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = NULL;
+
+		if (strncmp(a, "--cmdfile=", 10) == 0 || strncmp(a, "--port=", 7) == 0) {
+			val = strchr(a, '=') + 1;
+		} else if ((strcmp(a, "--cmdfile") == 0 || strcmp(a, "--port") == 0)) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "droce-console: %s needs a value\n", a);
+				return 2;
+			}
+			val = argv[++i];
+		}
+		if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) {
+			interactive = true;
+		} else if (strcmp(a, "--batch") == 0) {
+			batch = true;
+		} else if (strcmp(a, "--no-echo") == 0) {
+			echo = false;
+		} else if (strncmp(a, "--cmdfile", 9) == 0) {
+			cmdfile = val;
+		} else if (strncmp(a, "--port", 6) == 0) {
+			if (nb_ports >= MAX_PORTS) {
+				fprintf(stderr, "droce-console: at most %d --port\n", MAX_PORTS);
+				return 2;
+			}
+			ports[nb_ports++] = (char *)val;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(argv[0]);
+			return 0;
+		} else {
+			fprintf(stderr, "droce-console: unknown option '%s'\n", a);
+			usage(argv[0]);
+			return 2;
+		}
+	}
+	if (batch && interactive) {
+		fprintf(stderr, "droce-console: --batch and -i exclude each other\n");
+		return 2;
+	}
+	if (!cmdfile && !batch)
+		interactive = true;
+	if (cmdfile && access(cmdfile, R_OK) != 0) {
+		fprintf(stderr, "droce-console: --cmdfile %s: %s\n", cmdfile,
+			strerror(errno));
+		return 2;
+	}
+
+	ret = rte_eal_init(eal_argc, eal_argv);
+	if (ret < 0) {
+		fprintf(stderr, "droce-console: rte_eal_init: %s\n",
+			rte_strerror(rte_errno));
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	g.tsc_hz = rte_get_tsc_hz();
+	if (setup_devices(ports, nb_ports) || cli_init()) {
+		teardown();
+		return 1;
+	}
+	printf("droce-console: %d droce device%s (%s); type 'help'\n", g.nb_devs,
+	       g.nb_devs == 1 ? "" : "s",
+	       nb_ports ? "--port" : "embedded net_ring pair");
+	for (int i = 0; i < g.nb_devs; i++) {
+		char ip[INET_ADDRSTRLEN], eng[24] = "app-driven";
+		struct droce_dev *d = g.devs[i].dev;
+
+		inet_ntop(AF_INET, &d->args.ip, ip, sizeof(ip));
+		if (d->args.lcore >= 0)
+			snprintf(eng, sizeof(eng), "lcore %d", d->args.lcore);
+		printf("  dev %d: %s on port %u, %s, engine %s\n", i,
+		       d->args.name, g.devs[i].port, ip, eng);
+	}
+	fflush(stdout);
+
+	if (cmdfile) {
+		FILE *f = fopen(cmdfile, "r");
+
+		if (f == NULL) {
+			fprintf(stderr, "droce-console: %s: %s\n", cmdfile, strerror(errno));
+			status = 2;
+		} else {
+			if (run_stream(f, cmdfile, batch, echo, &failed) && batch)
+				status = 1;
+			fclose(f);
+			if (failed && !batch) {
+				fflush(stdout);
+				fprintf(stderr, "droce-console: %s: %d command%s failed\n",
+					cmdfile, failed, failed == 1 ? "" : "s");
+				status = 1;
+			}
+		}
+	}
+	if (batch && status == 0 && !g.quit) {
+		if (run_stream(stdin, "stdin", true, echo, &failed))
+			status = 1;
+	}
+	if (interactive && !g.quit && !g.terminate) {
+		cli_interactive();
+		status = 0;
+	}
+	if (g.terminate && status == 0 && !interactive)
+		status = 130;
+	fflush(stdout);
+	teardown();
+	return status;
+}
