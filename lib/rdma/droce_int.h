@@ -234,6 +234,7 @@ enum droce_qp_flags {
 	DROCE_QPF_FLUSH = 1u << 4,	/* error state: flush what is posted */
 	DROCE_QPF_ON_TIMER = 1u << 5,
 	DROCE_QPF_REQ_STALL = 1u << 6,	/* a local error waits behind older WQEs */
+	DROCE_QPF_RESP_DEAD = 1u << 7,	/* a fatal NAK waits behind owed responses */
 };
 
 struct droce_qp {

