@@ -356,6 +356,7 @@ struct droce_qp {
 	} atm_cache[DROCE_READ_JOBS];
 	uint32_t atm_next;
 	struct droce_qp_stats st;	/* engine-written counters */
+	uint64_t last_rx_tsc;		/* last packet received for this QP */
 };
 
 static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <arpa/inet.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 
@@ -641,9 +642,11 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	qp = droce_qp_of(ibqp);
 	dev = qp->dev;
 	idx = ibqp->qp_num - DROCE_QPN_BASE;
+	/* Only a QP that talked lately can owe its peer anything. */
 	if (dev->args.lcore < 0 && (qp->state == IBV_QPS_RTS ||
 				    qp->state == IBV_QPS_RTR ||
-				    qp->state == IBV_QPS_SQD))
+				    qp->state == IBV_QPS_SQD) &&
+	    rte_rdtsc() - qp->last_rx_tsc < rte_get_tsc_hz() / 5)
 		linger(dev);
 	pthread_mutex_lock(&dev->lock);
 	if (idx >= DROCE_MAX_QP || dev->qp_tbl[idx] != qp) {

@@ -132,6 +132,7 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		return;
 	}
 	qp->st.rx_pkts++;
+	qp->last_rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
 	if (oi->flags & ROCE_OPF_REQ)
 		eth_resp_rx(qp, &p, m);
 	else if (oi->flags & ROCE_OPF_RESP)
