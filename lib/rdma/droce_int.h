@@ -127,6 +127,9 @@ struct droce_cq {
 	bool ex;
 	uint32_t refcnt;		/* QPs using it */
 	volatile uint8_t armed;		/* DROCE_CQ_* (ibv_req_notify_cq) */
+	uint16_t moderate_count;	/* ibv_modify_cq: CQEs per event */
+	uint16_t moderate_period;	/* accepted, see rdma_cq.c */
+	uint32_t since_arm;		/* engine: CQEs since the last arm */
 	uint32_t events_delivered;	/* by ibv_get_cq_event */
 	/* application side */
 	uint32_t ci;

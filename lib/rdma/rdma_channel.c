@@ -85,10 +85,13 @@ void droce_cq_event(struct droce_cq *cq, const struct droce_cqe *e)
 	if (arm == DROCE_CQ_ARM_SOLICITED && !e->solicited &&
 	    e->status == IBV_WC_SUCCESS)
 		return;
+	if (++cq->since_arm < cq->moderate_count && e->status == IBV_WC_SUCCESS)
+		return;	/* moderation: wait for more */
 	if (!__atomic_compare_exchange_n(&cq->armed, &arm, DROCE_CQ_DISARMED,
 					 false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return;
+	cq->since_arm = 0;
 	ch = chan_of(cq->cq.channel);
 	rte_ring_mp_enqueue(ch->pending, cq);
 	if (write(ch->ibv.fd, &one, sizeof(one)) != sizeof(one))

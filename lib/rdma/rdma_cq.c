@@ -357,3 +357,89 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	rte_free(cq);
 	return 0;
 }
+
+/* ------------------------------------------------------ resize/modify */
+
+struct resize_job {
+	struct droce_cq *cq;
+	struct droce_cqe *ring;
+	uint32_t size;
+	int err;
+};
+
+/* On the engine (the producer), with the application's poll lock held:
+ * move what is not polled yet to the new ring, as lap 0. */
+static void resize_apply(void *arg)
+{
+	struct resize_job *j = arg;
+	struct droce_cq *cq = j->cq;
+	uint32_t n = cq->pi - cq->ci;
+
+	if (n >= j->size) {
+		j->err = EINVAL;
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		j->ring[i] = cq->ring[(cq->ci + i) & (cq->size - 1)];
+		j->ring[i].owner = 1;
+	}
+	j->err = 0;
+	{
+		struct droce_cqe *old = cq->ring;
+
+		cq->ring = j->ring;
+		j->ring = old;	/* the caller frees what it gets back */
+	}
+	cq->size = j->size;
+	cq->log_size = (uint32_t)__builtin_ctz(j->size);
+	cq->pi = n;
+	cq->ci = 0;
+	cq->ci_db = 0;
+	cq->cq.cqe = (int)j->size - 1;
+}
+
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct droce_cq *cq;
+	struct resize_job j;
+
+	if (ibcq == NULL || cqe < 1 || cqe > DROCE_MAX_CQE - 1)
+		return EINVAL;
+	cq = droce_cq_of(ibcq);
+	j.cq = cq;
+	j.size = rte_align32pow2((uint32_t)cqe + 1);
+	j.ring = rte_zmalloc_socket("droce_cq_ring",
+				    (size_t)j.size * sizeof(struct droce_cqe),
+				    RTE_CACHE_LINE_SIZE,
+				    rte_eth_dev_socket_id(cq->dev->port_id));
+	if (j.ring == NULL)
+		return ENOMEM;
+	rte_spinlock_lock(&cq->lock);
+	droce_drv->exec(cq->dev, resize_apply, &j);
+	rte_spinlock_unlock(&cq->lock);
+	rte_free(j.ring);	/* the old ring, or the unused new one */
+	return j.err;
+}
+
+/*
+ * Moderation (ibv_modify_cq(3)): with a channel, an event waits for
+ * cq_count completions after the arm (0 or 1: at once). cq_period is
+ * accepted and bounded by the engine's timer tick; droce does not delay
+ * events on time alone.
+ */
+int droce_modify_cq(struct ibv_cq *ibcq, struct ibv_modify_cq_attr *attr)
+{
+	struct droce_cq *cq;
+
+	if (ibcq == NULL || attr == NULL)
+		return EINVAL;
+	if (attr->attr_mask & ~(uint32_t)IBV_CQ_ATTR_MODERATE)
+		return EINVAL;
+	cq = droce_cq_of(ibcq);
+	if (attr->attr_mask & IBV_CQ_ATTR_MODERATE) {
+		__atomic_store_n(&cq->moderate_count, attr->moderate.cq_count,
+				 __ATOMIC_RELEASE);
+		cq->moderate_period = attr->moderate.cq_period;
+	}
+	return 0;
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_kvargs.h>
@@ -451,6 +452,21 @@ struct ibv_qp *droce_create_qp_ex(struct ibv_context *ctx,
 struct ibv_srq *droce_create_srq_ex(struct ibv_context *ctx,
 				    struct ibv_srq_init_attr_ex *init);
 int droce_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+int droce_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+
+/* The engine's clock is the TSC (CQE timestamps, hca_core_clock in kHz). */
+static int droce_query_rt_values(struct ibv_context *ctx,
+				 struct ibv_values_ex *values)
+{
+	uint64_t tsc = rte_rdtsc();
+
+	(void)ctx;
+	if (values == NULL || (values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK))
+		return EINVAL;
+	values->raw_clock.tv_sec = 0;
+	values->raw_clock.tv_nsec = (long)tsc;
+	return 0;
+}
 
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -491,6 +507,8 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.create_cq_ex = droce_create_cq_ex;
 	c->vctx.create_qp_ex = droce_create_qp_ex;
 	c->vctx.create_srq_ex = droce_create_srq_ex;
+	c->vctx.modify_cq = droce_modify_cq;
+	c->vctx.query_rt_values = droce_query_rt_values;
 	c->vctx.get_srq_num = droce_get_srq_num;
 	__atomic_fetch_add(&dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
 	return ctx;
@@ -759,12 +777,6 @@ int ibv_fork_init(void)
 enum ibv_fork_status ibv_is_fork_initialized(void)
 {
 	return IBV_FORK_UNNEEDED;
-}
-
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	(void)cq; (void)cqe;
-	return EOPNOTSUPP;
 }
 
 const char *ibv_node_type_str(enum ibv_node_type node_type)

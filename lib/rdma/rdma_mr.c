@@ -150,10 +150,73 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-		 size_t length, int access)
+struct rereg_job {
+	struct droce_mr *mr;
+	struct droce_pd *pd;
+	uint8_t *host;
+	uint64_t iova, len;
+	uint32_t access;
+};
+
+static void rereg_apply(void *arg)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	struct rereg_job *j = arg;
+
+	j->mr->pd = j->pd;
+	j->mr->host = j->host;
+	j->mr->iova = j->iova;
+	j->mr->len = j->len;
+	j->mr->access = j->access;
+}
+
+/* ibv_rereg_mr(3): the keys stay; what changes does so atomically with
+ * respect to the engine. */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
+		 void *addr, size_t length, int access)
+{
+	struct droce_mr *mr;
+	struct rereg_job j;
+	unsigned int acc;
+
+	if (ibmr == NULL || flags == 0 ||
+	    (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
+		return IBV_REREG_MR_ERR_INPUT;
+	mr = container_of(ibmr, struct droce_mr, ibv);
+	j.mr = mr;
+	j.pd = mr->pd;
+	j.host = mr->host;
+	j.iova = mr->iova;
+	j.len = mr->len;
+	j.access = mr->access;
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		if (ibpd == NULL || ibpd->context != ibmr->context)
+			return IBV_REREG_MR_ERR_INPUT;
+		j.pd = container_of(ibpd, struct droce_pd, ibv);
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if ((addr == NULL && length) ||
+		    (uint64_t)(uintptr_t)addr + length < (uint64_t)(uintptr_t)addr)
+			return IBV_REREG_MR_ERR_INPUT;
+		j.host = addr;
+		j.iova = (uintptr_t)addr;
+		j.len = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		acc = (unsigned int)access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING;
+		if ((acc & ~(unsigned int)DROCE_ACCESS_SUPPORTED) ||
+		    ((acc & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		     !(acc & IBV_ACCESS_LOCAL_WRITE)))
+			return IBV_REREG_MR_ERR_INPUT;
+		j.access = acc;
+	}
+	droce_drv->exec(droce_dev_of_ctx(ibmr->context), rereg_apply, &j);
+	if (j.pd != container_of(ibmr->pd, struct droce_pd, ibv)) {
+		__atomic_fetch_add(&j.pd->refcnt, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&container_of(ibmr->pd, struct droce_pd, ibv)->refcnt,
+				   1, __ATOMIC_RELAXED);
+		ibmr->pd = ibpd;
+	}
+	ibmr->addr = j.host;
+	ibmr->length = j.len;
+	return 0;
 }

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The verbs that let a program sleep or reshape its objects:
+ * completion channels (a thread blocks in ibv_get_cq_event while the
+ * other posts; solicited-only arming; moderation by count; destroy after
+ * acking), ibv_resize_cq keeping unpolled completions, ibv_rereg_mr
+ * (access revoked -> remote access error; new translation takes writes),
+ * ibv_query_rt_values_ex.
+ */
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "droce.h"
+#include "droce_test.h"
+
+static struct dt_env env;
+static struct dt_dev *A, *B;
+
+struct pair {
+	struct ibv_comp_channel *ch;
+	struct dt_cq sa, ra, sb, rb;
+	struct ibv_qp *qa, *qb;
+};
+
+static void pair_open(struct pair *p, bool channel_on_b)
+{
+	struct dt_qp_cfg qc;
+	struct dt_conn_cfg cc;
+
+	memset(p, 0, sizeof(*p));
+	dt_qp_cfg_default(&qc);
+	dt_conn_cfg_default(&cc);
+	dt_cq_create(A, 64, false, &p->sa);
+	dt_cq_create(A, 64, false, &p->ra);
+	dt_cq_create(B, 64, false, &p->sb);
+	if (channel_on_b) {
+		p->ch = ibv_create_comp_channel(B->ctx);
+		CHECK_PTR(p->ch);
+		p->rb.cq = ibv_create_cq(B->ctx, 64, (void *)0x1234, p->ch, 0);
+		CHECK_PTR(p->rb.cq);
+	} else {
+		dt_cq_create(B, 64, false, &p->rb);
+	}
+	p->qa = dt_qp_create(A, p->sa.cq, p->ra.cq, &qc, NULL);
+	p->qb = dt_qp_create(B, p->sb.cq, p->rb.cq, &qc, NULL);
+	CHECK_PTR(p->qa);
+	CHECK_PTR(p->qb);
+	dt_connect(A, p->qa, 10, B, p->qb, 20, &cc);
+}
+
+static void pair_close(struct pair *p)
+{
+	CHECK_OK(ibv_destroy_qp(p->qa));
+	CHECK_OK(ibv_destroy_qp(p->qb));
+	dt_cq_destroy(&p->sa);
+	dt_cq_destroy(&p->ra);
+	dt_cq_destroy(&p->sb);
+	if (p->ch) {
+		CHECK_EQ(ibv_destroy_comp_channel(p->ch), EBUSY);	/* CQ uses it */
+		CHECK_OK(ibv_destroy_cq(p->rb.cq));
+		CHECK_OK(ibv_destroy_comp_channel(p->ch));
+	} else {
+		dt_cq_destroy(&p->rb);
+	}
+}
+
+static void send_n(struct pair *p, uint8_t *buf, struct ibv_mr *mr, int n,
+		   bool solicited)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge s = { (uintptr_t)buf, 64, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s,
+			.num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED |
+				      (solicited ? IBV_SEND_SOLICITED : 0) }, *bad;
+		struct ibv_wc wc;
+
+		CHECK_OK(ibv_post_send(p->qa, &wr, &bad));
+		CHECK_EQ(dt_wait_wc(&p->sa, &wc, 1, DT_WAIT_S, "SEND"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+}
+
+static void post_recvs(struct pair *p, uint8_t *buf, struct ibv_mr *mr, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge s = { (uintptr_t)buf + 4096, 4096, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + (uint64_t)i,
+			.sg_list = &s, .num_sge = 1 }, *bad;
+
+		CHECK_OK(ibv_post_recv(p->qb, &wr, &bad));
+	}
+}
+
+static bool event_within(struct ibv_comp_channel *ch, int ms)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+
+	return poll(&pfd, 1, ms) == 1;
+}
+
+struct sleeper {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	void *ctx;
+	int ret;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+
+	s->ret = ibv_get_cq_event(s->ch, &s->cq, &s->ctx);
+	return NULL;
+}
+
+static void channels(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
+{
+	struct pair p;
+	struct ibv_wc wc[8];
+	struct ibv_cq *cq;
+	void *ctx;
+	struct sleeper sl = { 0 };
+	pthread_t th;
+	struct ibv_modify_cq_attr mod = { .attr_mask = IBV_CQ_ATTR_MODERATE,
+					  .moderate = { .cq_count = 3 } };
+
+	pair_open(&p, true);
+	post_recvs(&p, abuf, bmr, 8);
+	/* 1. A thread asleep in ibv_get_cq_event wakes for the completion. */
+	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 0));
+	sl.ch = p.ch;
+	CHECK_OK(pthread_create(&th, NULL, sleeper_main, &sl));
+	send_n(&p, abuf, amr, 1, false);
+	CHECK_OK(pthread_join(th, NULL));
+	CHECK_EQ(sl.ret, 0);
+	CHECK(sl.cq == p.rb.cq && sl.ctx == (void *)0x1234);
+	ibv_ack_cq_events(sl.cq, 1);
+	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 1);
+	/* 2. Not armed: no event. */
+	send_n(&p, abuf, amr, 1, false);
+	CHECK(!event_within(p.ch, 100));
+	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 1);
+	/* 3. Solicited only: an unsolicited SEND gives none, a solicited one does. */
+	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 1));
+	send_n(&p, abuf, amr, 1, false);
+	CHECK(!event_within(p.ch, 100));
+	send_n(&p, abuf, amr, 1, true);
+	CHECK(event_within(p.ch, 2000));
+	CHECK_OK(ibv_get_cq_event(p.ch, &cq, &ctx));
+	ibv_ack_cq_events(cq, 1);
+	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 2);
+	/* 4. Moderation: an event after 3 completions, not before. */
+	CHECK_OK(ibv_modify_cq(p.rb.cq, &mod));
+	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 0));
+	send_n(&p, abuf, amr, 2, false);
+	CHECK(!event_within(p.ch, 100));
+	send_n(&p, abuf, amr, 1, false);
+	CHECK(event_within(p.ch, 2000));
+	CHECK_OK(ibv_get_cq_event(p.ch, &cq, &ctx));
+	ibv_ack_cq_events(cq, 1);
+	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 3);
+	pair_close(&p);
+	printf("completion channels: blocking wake-up, unarmed, solicited-only, moderation: ok\n");
+}
+
+static void resize(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
+{
+	struct pair p;
+	struct ibv_wc wc[64];
+
+	pair_open(&p, false);
+	post_recvs(&p, abuf, bmr, 10);
+	send_n(&p, abuf, amr, 10, false);
+	/* Ten completions wait; shrinking below them is refused. */
+	CHECK_EQ(ibv_resize_cq(p.rb.cq, 4), EINVAL);
+	CHECK_OK(ibv_resize_cq(p.rb.cq, 300));
+	CHECK(p.rb.cq->cqe >= 300);
+	CHECK_EQ(ibv_poll_cq(p.rb.cq, 64, wc), 10);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(wc[i].wr_id, 100u + (uint64_t)i);
+	post_recvs(&p, abuf, bmr, 5);
+	send_n(&p, abuf, amr, 5, false);
+	CHECK_EQ(dt_wait_wc(&p.rb, wc, 5, DT_WAIT_S, "after resize"), 5);
+	pair_close(&p);
+	printf("resize_cq: unpolled completions kept, in order; shrinking below them refused\n");
+}
+
+static void rereg(uint8_t *abuf, struct ibv_mr *amr)
+{
+	struct pair p;
+	uint8_t *b1 = dt_alloc(8192), *b2 = dt_alloc(8192);
+	struct ibv_mr *mr = dt_reg_mr(B->pd, b1, 8192, DT_ACCESS_ALL);
+	struct ibv_sge s = { (uintptr_t)abuf, 256, amr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	CHECK_PTR(mr);
+	pair_open(&p, false);
+	memset(abuf, 0x5a, 256);
+	/* A new translation under the same rkey takes the next WRITE. */
+	CHECK_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b2,
+			      8192, 0));
+	wr.wr.rdma.remote_addr = (uintptr_t)b2;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK_OK(ibv_post_send(p.qa, &wr, &bad));
+	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE after rereg"), 1);
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	CHECK(b2[0] == 0x5a && b2[255] == 0x5a && b1[0] == 0);
+	/* Remote write revoked: the next WRITE is a remote access error. */
+	CHECK_OK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_LOCAL_WRITE));
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			      IBV_ACCESS_REMOTE_WRITE), IBV_REREG_MR_ERR_INPUT);
+	CHECK_OK(ibv_post_send(p.qa, &wr, &bad));
+	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE after revoke"), 1);
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	pair_close(&p);
+	CHECK_OK(ibv_dereg_mr(mr));
+	free(b1);
+	free(b2);
+	printf("rereg_mr: new translation used, revoked access refused\n");
+}
+
+static void rt_values(void)
+{
+	struct ibv_values_ex v1 = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK }, v2 = v1;
+
+	CHECK_OK(ibv_query_rt_values_ex(A->ctx, &v1));
+	CHECK_OK(ibv_query_rt_values_ex(A->ctx, &v2));
+	CHECK(v2.raw_clock.tv_nsec >= v1.raw_clock.tv_nsec);
+	printf("query_rt_values_ex: raw clock %ld -> %ld\n", v1.raw_clock.tv_nsec,
+	       v2.raw_clock.tv_nsec);
+}
+
+int main(void)
+{
+	uint8_t *abuf = dt_alloc(1 << 16);
+	struct ibv_mr *amr, *bmr;
+
+	dt_watchdog(120);
+	dt_init(&env, "test_verbs_more", NULL, NULL);
+	A = &env.dev[0];
+	B = &env.dev[1];
+	amr = dt_reg_mr(A->pd, abuf, 1 << 16, DT_ACCESS_ALL);
+	bmr = dt_reg_mr(B->pd, abuf, 1 << 16, DT_ACCESS_ALL);
+	CHECK_PTR(amr);
+	CHECK_PTR(bmr);
+	channels(abuf, amr, bmr);
+	resize(abuf, amr, bmr);
+	rereg(abuf, amr);
+	rt_values();
+	CHECK_OK(ibv_dereg_mr(amr));
+	CHECK_OK(ibv_dereg_mr(bmr));
+	dt_fini(&env);
+	free(abuf);
+	printf("test_verbs_more: %s\n", dt_failures ? "FAILED" : "PASSED");
+	return dt_failures ? 1 : 0;
+}
