@@ -96,6 +96,18 @@ _Static_assert(sizeof(struct droce_cqe) == 64, "CQE is 64 bytes");
 /* ctrl.signature is unused by droce: it carries extra WQE flags. */
 #define DROCE_WQE_INLINE	0x01
 
+/* A memory window bind (IBV_WR_BIND_MW), after the control segment. */
+struct droce_bind_seg {
+	uint32_t mw_key;		/* the window's current key (host order) */
+	uint32_t new_rkey;
+	uint32_t mr_lkey;		/* 0 with length 0: unbind (type 1) */
+	uint32_t access;
+	uint64_t addr;
+	uint64_t length;
+};
+#define DROCE_BIND_SEGS		2
+_Static_assert(sizeof(struct droce_bind_seg) == DROCE_BIND_SEGS * 16, "bind seg");
+
 /* ------------------------------------------------------------- objects */
 
 struct droce_pd {
@@ -103,15 +115,31 @@ struct droce_pd {
 	uint32_t refcnt;		/* MRs and QPs on it */
 };
 
+/*
+ * One entry of the key table: a memory region, or a memory window (which,
+ * once bound, names a range of a region under its own rkey). The engine
+ * owning the device's QPs changes windows (bind, invalidate); everything
+ * else only under drv->exec.
+ */
+enum droce_key_kind { DROCE_KEY_MR, DROCE_KEY_MW };
+
 struct droce_mr {
-	struct ibv_mr ibv;
+	union {
+		struct ibv_mr ibv;
+		struct ibv_mw ibv_mw;
+	};
 	struct droce_pd *pd;
 	uint8_t *host;			/* application address of iova */
 	uint64_t iova;
 	uint64_t len;
 	uint32_t access;		/* IBV_ACCESS_* */
 	uint32_t key;
-	bool valid;
+	bool valid;			/* MR: registered; MW: bound */
+	uint8_t kind;			/* enum droce_key_kind */
+	uint8_t mw_type;		/* 1 or 2 */
+	uint32_t mw_qpn;		/* type 2: the QP it is bound to */
+	struct droce_mr *parent;	/* MW: the region it is bound to */
+	uint32_t nb_bound;		/* MR: windows bound to it */
 };
 
 struct droce_cq {
@@ -505,7 +533,31 @@ droce_mr_translate(const struct droce_dev *dev, const struct droce_pd *pd,
 {
 	struct droce_mr *mr = droce_mr_lookup(dev, key);
 
+	/* A window's rkey is never an lkey (IBTA 10.6.7). */
+	if (unlikely(mr == NULL || mr->pd != pd || mr->kind != DROCE_KEY_MR))
+		return NULL;
+	if (unlikely((mr->access & need) != need))
+		return NULL;
+	if (unlikely(iova < mr->iova || len > mr->len ||
+		     iova - mr->iova > mr->len - len))
+		return NULL;
+	return mr->host + (iova - mr->iova);
+}
+
+/*
+ * Translate an rkey from the wire for `qp`: a region in the QP's PD, or a
+ * bound window in it (type 2: bound to this very QP), bounds and rights.
+ */
+static inline uint8_t *
+droce_rkey_translate(const struct droce_dev *dev, const struct droce_pd *pd,
+		     uint32_t qpn, uint32_t key, uint64_t iova, uint64_t len,
+		     uint32_t need)
+{
+	struct droce_mr *mr = droce_mr_lookup(dev, key);
+
 	if (unlikely(mr == NULL || mr->pd != pd))
+		return NULL;
+	if (mr->kind == DROCE_KEY_MW && mr->mw_type == 2 && mr->mw_qpn != qpn)
 		return NULL;
 	if (unlikely((mr->access & need) != need))
 		return NULL;
@@ -552,6 +604,11 @@ static inline uint8_t *droce_sq_slot(const struct droce_qp *qp, uint32_t idx)
 }
 
 int droce_parse_devargs(const char *str, struct droce_devargs *a);
+uint32_t droce_key_alloc(struct droce_dev *dev);
+struct ibv_mw *droce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int droce_dealloc_mw(struct ibv_mw *mw);
+int droce_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 int droce_wq_init(struct droce_wq *wq, uint32_t max_wr, uint32_t max_sge,
 		  int socket);
 void droce_wq_free(struct droce_wq *wq);

@@ -501,6 +501,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->ops.poll_cq = droce_poll_cq;
 	ctx->ops.req_notify_cq = droce_req_notify_cq;
 	ctx->ops.post_srq_recv = droce_post_srq_recv;
+	ctx->ops.alloc_mw = droce_alloc_mw;
+	ctx->ops.dealloc_mw = droce_dealloc_mw;
+	ctx->ops.bind_mw = droce_bind_mw;
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.query_device_ex = droce_query_device_ex;
 	c->vctx.query_port = droce_query_port;
@@ -546,7 +549,10 @@ static void fill_device_attr(struct droce_dev *dev, struct ibv_device_attr *a)
 	a->max_srq = DROCE_MAX_QP;
 	a->max_srq_wr = DROCE_MAX_QP_WR;
 	a->max_srq_sge = DROCE_MAX_SGE;
+	a->max_mw = DROCE_MAX_MR - 1;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID;
 	a->max_sge = DROCE_MAX_SGE;

@@ -16,12 +16,29 @@
 
 #define DROCE_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | \
 	IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-	IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_HUGETLB | \
+	IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_HUGETLB | IBV_ACCESS_MW_BIND | \
 	IBV_ACCESS_RELAXED_ORDERING)
 
 static void sync_noop(void *arg)
 {
 	(void)arg;
+}
+
+/* A free key-table index (never 0) with a fresh generation, under the
+ * device lock; 0 when the table is full. */
+uint32_t droce_key_alloc(struct droce_dev *dev)
+{
+	for (uint32_t n = 0; n < DROCE_MAX_MR; n++) {
+		uint32_t i = (dev->mr_next + n) % DROCE_MAX_MR;
+
+		if (i != 0 && dev->mr_tbl[i] == NULL) {
+			dev->mr_next = i + 1;
+			if (++dev->mr_key_gen == 0)
+				dev->mr_key_gen = 1;
+			return i;
+		}
+	}
+	return 0;
 }
 
 static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
@@ -73,23 +90,13 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->len = length;
 	mr->access = access;
 	pthread_mutex_lock(&dev->lock);
-	for (idx = 0; idx < DROCE_MAX_MR; idx++) {
-		uint32_t i = (dev->mr_next + idx) % DROCE_MAX_MR;
-
-		if (i != 0 && dev->mr_tbl[i] == NULL) {
-			idx = i;
-			break;
-		}
-	}
-	if (idx >= DROCE_MAX_MR || dev->mr_tbl[idx] != NULL || idx == 0) {
+	idx = droce_key_alloc(dev);
+	if (idx == 0) {
 		pthread_mutex_unlock(&dev->lock);
 		free(mr);
 		errno = ENOMEM;
 		return NULL;
 	}
-	dev->mr_next = idx + 1;
-	if (++dev->mr_key_gen == 0)
-		dev->mr_key_gen = 1;
 	mr->key = idx << 8 | dev->mr_key_gen;
 	mr->valid = true;
 	mr->ibv.context = ibpd->context;
@@ -135,9 +142,14 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	mr = container_of(ibmr, struct droce_mr, ibv);
 	dev = droce_dev_of_ctx(ibmr->context);
 	pthread_mutex_lock(&dev->lock);
-	if (droce_mr_lookup(dev, mr->key) != mr) {
+	if (droce_mr_lookup(dev, mr->key) != mr || mr->kind != DROCE_KEY_MR) {
 		pthread_mutex_unlock(&dev->lock);
 		return EINVAL;
+	}
+	/* Windows bound to it must be invalidated or freed first. */
+	if (__atomic_load_n(&mr->nb_bound, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&dev->lock);
+		return EBUSY;
 	}
 	mr->valid = false;
 	__atomic_store_n(&dev->mr_tbl[mr->key >> 8], NULL, __ATOMIC_RELEASE);

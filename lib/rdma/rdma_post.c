@@ -23,6 +23,9 @@ static inline uint8_t mlx5_opcode_of(enum ibv_wr_opcode op, bool *ok)
 	case IBV_WR_RDMA_READ: return MLX5_OPCODE_RDMA_READ;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: return MLX5_OPCODE_ATOMIC_CS;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: return MLX5_OPCODE_ATOMIC_FA;
+	case IBV_WR_SEND_WITH_INV: return MLX5_OPCODE_SEND_INVAL;
+	case IBV_WR_LOCAL_INV: return MLX5_OPCODE_LOCAL_INVAL;
+	case IBV_WR_BIND_MW: return MLX5_OPCODE_UMR;
 	default:
 		*ok = false;
 		return 0;
@@ -62,7 +65,8 @@ static inline bool op_allowed(const struct droce_qp *qp, uint8_t op)
 	case ROCE_TRANSPORT_RC:
 		return true;
 	case ROCE_TRANSPORT_UC:
-		return op != MLX5_OPCODE_RDMA_READ && !op_is_atomic(op);
+		return op != MLX5_OPCODE_RDMA_READ && !op_is_atomic(op) &&
+		       op != MLX5_OPCODE_SEND_INVAL;
 	default:
 		return op == MLX5_OPCODE_SEND || op == MLX5_OPCODE_SEND_IMM;
 	}
@@ -89,6 +93,20 @@ static inline void set_ud_av(uint8_t *seg, const struct droce_ah *ah,
 	av->tclass = ah->attr.grh.traffic_class;
 	av->hop_limit = ah->attr.grh.hop_limit;
 	memcpy(av->rgid, ah->attr.grh.dgid.raw, 16);
+}
+
+static inline void set_bind_seg(uint8_t *seg, const struct ibv_mw *mw,
+				uint32_t new_rkey,
+				const struct ibv_mw_bind_info *bi)
+{
+	struct droce_bind_seg *b = (void *)seg;
+
+	b->mw_key = mw->rkey;
+	b->new_rkey = new_rkey;
+	b->mr_lkey = bi->mr ? bi->mr->lkey : 0;
+	b->access = bi->mw_access_flags;
+	b->addr = bi->addr;
+	b->length = bi->length;
 }
 
 static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
@@ -173,6 +191,20 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		wqe = droce_sq_slot(qp, pi);
 		seg = wqe + DROCE_SEG;
 		ds = 1;
+		if (op == MLX5_OPCODE_UMR) {
+			/* Memory window bind: no data, checked by the engine. */
+			if (unlikely(wr->bind_mw.mw == NULL)) {
+				err = EINVAL;
+				goto out;
+			}
+			set_bind_seg(seg, wr->bind_mw.mw, wr->bind_mw.rkey,
+				     &wr->bind_mw.bind_info);
+			set_ctrl(qp, wqe, pi, op, 1 + DROCE_BIND_SEGS,
+				 fm_ce_se_of(qp, wr->send_flags), 0, 0);
+			qp->sq_wrid[pi & (qp->sq_cnt - 1)] = wr->wr_id;
+			pi++;
+			continue;
+		}
 		if (qp->transport == ROCE_TRANSPORT_UD) {
 			set_ud_av(seg, container_of(wr->wr.ud.ah, struct droce_ah, ibv),
 				  wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
@@ -245,7 +277,10 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		}
 		set_ctrl(qp, wqe, pi, op, ds, fm_ce_se_of(qp, wr->send_flags),
 			 (op == MLX5_OPCODE_SEND_IMM ||
-			  op == MLX5_OPCODE_RDMA_WRITE_IMM) ? wr->imm_data : 0,
+			  op == MLX5_OPCODE_RDMA_WRITE_IMM) ? wr->imm_data :
+			 /* the key to invalidate travels in the imm field */
+			 (op == MLX5_OPCODE_SEND_INVAL ||
+			  op == MLX5_OPCODE_LOCAL_INVAL) ? wr->invalidate_rkey : 0,
 			 (wr->send_flags & IBV_SEND_INLINE) ? DROCE_WQE_INLINE : 0);
 		qp->sq_wrid[pi & (qp->sq_cnt - 1)] = wr->wr_id;
 		pi++;
@@ -390,6 +425,38 @@ static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
 	qp->wr_cur = wqe;
 	qp->wr_last = wqe;
 	return wqe;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
+{
+	wr_open(qpx(ex), MLX5_OPCODE_SEND_INVAL, invalidate_rkey, false, 0, 0);
+}
+
+static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
+{
+	struct droce_qp *qp = qpx(ex);
+
+	wr_open(qp, MLX5_OPCODE_LOCAL_INVAL, invalidate_rkey, false, 0, 0);
+	qp->wr_cur = NULL;	/* no data */
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *bind_info)
+{
+	struct droce_qp *qp = qpx(ex);
+	uint8_t *wqe;
+
+	if (mw == NULL || bind_info == NULL) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	wqe = wr_open(qp, MLX5_OPCODE_UMR, 0, false, 0, 0);
+	if (wqe == NULL)
+		return;
+	set_bind_seg(wqe + DROCE_SEG, mw, rkey, bind_info);
+	((struct mlx5_wqe_ctrl_seg *)wqe)->qpn_ds =
+		htobe32(qp->ex.qp_base.qp_num << 8 | (1 + DROCE_BIND_SEGS));
+	qp->wr_cur = NULL;
 }
 
 static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
@@ -609,6 +676,12 @@ void droce_qp_install_wr_ops(struct droce_qp *qp)
 		ex->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 	if (f & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		ex->wr_atomic_fetch_add = wr_atomic_fetch_add;
+	if (f & IBV_QP_EX_WITH_SEND_WITH_INV)
+		ex->wr_send_inv = wr_send_inv;
+	if (f & IBV_QP_EX_WITH_LOCAL_INV)
+		ex->wr_local_inv = wr_local_inv;
+	if (f & IBV_QP_EX_WITH_BIND_MW)
+		ex->wr_bind_mw = wr_bind_mw;
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		ex->wr_set_ud_addr = wr_set_ud_addr;
 	ex->wr_set_sge = wr_set_sge;

@@ -31,6 +31,7 @@ struct wqe_view {
 	uint32_t length;
 	uint64_t swap_add;	/* atomics */
 	uint64_t compare;
+	const struct droce_bind_seg *bind;	/* memory window bind */
 	uint32_t dqpn;		/* UD: from the address vector */
 	uint32_t qkey;
 	uint32_t dst_ip;
@@ -69,7 +70,21 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 	} else switch (v->op) {
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
+	case MLX5_OPCODE_SEND_INVAL:
 		break;
+	case MLX5_OPCODE_LOCAL_INVAL:
+		v->length = 0;
+		v->nsge = 0;
+		v->inl = false;
+		return 0;
+	case MLX5_OPCODE_UMR:
+		if (ds < 1 + DROCE_BIND_SEGS)
+			return -1;
+		v->bind = (const struct droce_bind_seg *)(w + DROCE_SEG);
+		v->length = 0;
+		v->nsge = 0;
+		v->inl = false;
+		return 0;
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
 	case MLX5_OPCODE_RDMA_READ: {
@@ -232,6 +247,12 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 	case MLX5_OPCODE_ATOMIC_FA:
 		e.opcode = IBV_WC_FETCH_ADD;
 		break;
+	case MLX5_OPCODE_UMR:
+		e.opcode = IBV_WC_BIND_MW;
+		break;
+	case MLX5_OPCODE_LOCAL_INVAL:
+		e.opcode = IBV_WC_LOCAL_INV;
+		break;
 	default:
 		e.opcode = IBV_WC_SEND;
 		break;
@@ -320,6 +341,13 @@ static uint8_t pick_opcode(uint8_t op, bool first, bool last)
 {
 	bool imm = op == MLX5_OPCODE_SEND_IMM || op == MLX5_OPCODE_RDMA_WRITE_IMM;
 
+	if (op == MLX5_OPCODE_SEND_INVAL) {
+		if (first && last)
+			return ROCE_OP_SEND_ONLY_INV;
+		if (last)
+			return ROCE_OP_SEND_LAST_INV;
+		return first ? ROCE_OP_SEND_FIRST : ROCE_OP_SEND_MIDDLE;
+	}
 	if (op == MLX5_OPCODE_SEND || op == MLX5_OPCODE_SEND_IMM) {
 		if (first && last)
 			return imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY;
@@ -463,6 +491,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		p.ack_req = last && qp->transport == ROCE_TRANSPORT_RC;
 		p.se = last && (v->flags & DROCE_WQE_SOLICITED) &&
 		       (v->op == MLX5_OPCODE_SEND || v->op == MLX5_OPCODE_SEND_IMM ||
+			v->op == MLX5_OPCODE_SEND_INVAL ||
 			v->op == MLX5_OPCODE_RDMA_WRITE_IMM);
 		if (first && (v->op == MLX5_OPCODE_RDMA_WRITE ||
 			      v->op == MLX5_OPCODE_RDMA_WRITE_IMM)) {
@@ -470,8 +499,10 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 			p.reth_rkey = v->rkey;
 			p.reth_len = v->length;
 		}
-		if (last)
+		if (last) {
 			p.imm = v->imm;
+			p.ieth_rkey = v->imm;	/* SEND with invalidate */
+		}
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return false;
@@ -495,6 +526,106 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		}
 	}
 	return true;
+}
+
+/*
+ * Bind a memory window (IBTA 10.6.7.2): the region must be valid, in the
+ * QP's PD, allow MW_BIND, contain the range; remote write or atomic
+ * through the window need local write on the region; a type 2 window must
+ * be unbound, keeps its index and is tied to this QP. Executed on the
+ * engine, in send queue order.
+ */
+static uint8_t do_bind(struct droce_qp *qp, const struct droce_bind_seg *b)
+{
+	struct droce_dev *dev = qp->dev;
+	struct droce_mr *mw = droce_mr_lookup(dev, b->mw_key);
+	struct droce_mr *mr;
+	uint32_t acc = b->access;
+
+	if (mw == NULL)	/* droce_mr_lookup wants it valid: look by index */
+		mw = (b->mw_key >> 8) < DROCE_MAX_MR ? dev->mr_tbl[b->mw_key >> 8] : NULL;
+	if (mw == NULL || mw->kind != DROCE_KEY_MW || mw->key != b->mw_key ||
+	    mw->pd != qp->pd || (b->new_rkey >> 8) != (mw->key >> 8))
+		return IBV_WC_MW_BIND_ERR;
+	if (b->mr_lkey == 0 && b->length == 0) {	/* type 1 unbind */
+		if (mw->mw_type != 1)
+			return IBV_WC_MW_BIND_ERR;
+		if (mw->valid && mw->parent)
+			mw->parent->nb_bound--;
+		mw->valid = false;
+		mw->parent = NULL;
+		mw->key = b->new_rkey;
+		return IBV_WC_SUCCESS;
+	}
+	mr = droce_mr_lookup(dev, b->mr_lkey);
+	if (mr == NULL || mr->kind != DROCE_KEY_MR || mr->pd != qp->pd ||
+	    !(mr->access & IBV_ACCESS_MW_BIND) ||
+	    (acc & ~(uint32_t)(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)) ||
+	    ((acc & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(mr->access & IBV_ACCESS_LOCAL_WRITE)) ||
+	    b->addr < mr->iova || b->length > mr->len ||
+	    b->addr - mr->iova > mr->len - b->length)
+		return IBV_WC_MW_BIND_ERR;
+	if (mw->mw_type == 2 && mw->valid)
+		return IBV_WC_MW_BIND_ERR;	/* invalidate it first */
+	if (mw->valid && mw->parent)
+		mw->parent->nb_bound--;
+	mw->parent = mr;
+	mr->nb_bound++;
+	mw->host = mr->host + (b->addr - mr->iova);
+	mw->iova = b->addr;
+	mw->len = b->length;
+	mw->access = acc;
+	mw->mw_qpn = qp->ex.qp_base.qp_num;
+	mw->key = b->new_rkey;
+	mw->valid = true;
+	return IBV_WC_SUCCESS;
+}
+
+/* Local invalidate: a type 2 window of this QP's PD. */
+static uint8_t do_local_inv(struct droce_qp *qp, uint32_t rkey)
+{
+	struct droce_mr *mw = droce_mr_lookup(qp->dev, rkey);
+
+	if (mw == NULL || mw->kind != DROCE_KEY_MW || mw->mw_type != 2 ||
+	    mw->pd != qp->pd)
+		return IBV_WC_MW_BIND_ERR;
+	if (mw->parent)
+		mw->parent->nb_bound--;
+	mw->parent = NULL;
+	mw->valid = false;
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * A local WQE (bind, local invalidate) runs when the requester reaches it
+ * and completes in order: at once if nothing before it waits for an ACK,
+ * else with the ACK that covers the packets before it.
+ */
+static void run_local(struct droce_qp *qp, const struct wqe_view *v,
+		      struct droce_swqe_state *st, uint32_t idx)
+{
+	uint8_t status = st->done ? st->status :
+			 v->op == MLX5_OPCODE_UMR ? do_bind(qp, v->bind) :
+			 do_local_inv(qp, v->imm);
+
+	st->done = 1;	/* never run twice, whatever a go-back-N does */
+	st->status = status;
+	st->psn_first = qp->req_psn;
+	st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
+	st->npkts = 0;
+	qp->req_cur = idx + 1;
+	qp->req_off = 0;
+	if ((int32_t)(qp->req_cur - qp->req_hwm) > 0)
+		qp->req_hwm = qp->req_cur;
+	if (qp->req_acked != idx)
+		return;		/* ack_upto completes it in its turn */
+	eth_complete_send(qp, idx, status);
+	qp->req_acked = idx + 1;
+	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
+	if (status != IBV_WC_SUCCESS)
+		eth_qp_error(qp);
 }
 
 void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
@@ -527,6 +658,19 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->flags = DROCE_WQE_SIGNALED;
 			fail_current(qp, idx, IBV_WC_LOC_QP_OP_ERR);
 			return;
+		}
+		if (v.op == MLX5_OPCODE_UMR || v.op == MLX5_OPCODE_LOCAL_INVAL) {
+			if (qp->req_off == 0 && (int32_t)(idx - qp->req_hwm) >= 0) {
+				/* First time here: a fresh slot. */
+				st->opcode = v.op;
+				st->flags = v.flags;
+				st->length = 0;
+				st->done = 0;
+				st->rd_counted = 0;
+			}
+			run_local(qp, &v, st, idx);
+			(*budget)--;
+			continue;
 		}
 		if (qp->req_off == 0) {
 			bool rd = op_is_rd_atomic(v.op);

@@ -21,6 +21,14 @@
 
 #include "eth_int.h"
 
+/* What an rkey from the wire names for this QP, or NULL. */
+static inline uint8_t *rkey_ptr(const struct droce_qp *qp, uint32_t key,
+				uint64_t va, uint64_t len, uint32_t need)
+{
+	return droce_rkey_translate(qp->dev, qp->pd, qp->ex.qp_base.qp_num,
+				    key, va, len, need);
+}
+
 /* Queue an ACK/NAK; a NAK is never replaced by a later ACK. */
 static void owe_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
@@ -91,8 +99,8 @@ static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 	e.src_qp = src_qp;
 	e.wc_flags = wc_flags;
 	e.solicited = solicited;
-	if (wc_flags & IBV_WC_WITH_IMM)
-		e.imm_data = imm;
+	if (wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))
+		e.imm_data = imm;	/* or the invalidated rkey */
 	e.timestamp = eth_now();
 	qp->resp_have_wqe = false;
 	if (unlikely(!droce_cq_push(qp->rcq, &e)))
@@ -185,6 +193,27 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 	}
 	qp->resp_recv_off += p->payload_len;
 	qp->resp_in_send = !(flags & ROCE_OPF_LAST);
+	if ((flags & ROCE_OPF_LAST) && (flags & ROCE_OPF_IETH)) {
+		/* SEND with invalidate (IBTA 10.6.7.2.3): the rkey must name a
+		 * type 2 window bound to this QP. */
+		struct droce_mr *mw = droce_mr_lookup(qp->dev, p->ieth_rkey);
+
+		if (mw == NULL || mw->kind != DROCE_KEY_MW || mw->mw_type != 2 ||
+		    mw->pd != qp->pd || mw->mw_qpn != qp->ex.qp_base.qp_num) {
+			resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ,
+				  IBV_WC_REM_INV_REQ_ERR);
+			return false;
+		}
+		if (mw->parent)
+			mw->parent->nb_bound--;
+		mw->parent = NULL;
+		mw->valid = false;
+		recv_complete_from(qp, IBV_WC_RECV, IBV_WC_SUCCESS,
+				   qp->resp_recv_off, IBV_WC_WITH_INV,
+				   p->ieth_rkey, qp->dest_qpn, p->se);
+		qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+		return true;
+	}
 	if (flags & ROCE_OPF_LAST) {
 		recv_complete(qp, IBV_WC_RECV, IBV_WC_SUCCESS, qp->resp_recv_off,
 			      flags & ROCE_OPF_IMMDT, p->imm, p->se);
@@ -207,7 +236,7 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 		}
 		/* C9-88: a zero-length WRITE carries an R_Key nobody checks. */
 		if (p->reth_len) {
-			dst = droce_mr_translate(qp->dev, qp->pd, p->reth_rkey,
+			dst = rkey_ptr(qp, p->reth_rkey,
 						 p->reth_va, p->reth_len,
 						 IBV_ACCESS_REMOTE_WRITE);
 			if (dst == NULL) {
@@ -299,7 +328,7 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 		return false;
 	}
 	if (p->reth_len) {
-		src = droce_mr_translate(qp->dev, qp->pd, p->reth_rkey, p->reth_va,
+		src = rkey_ptr(qp, p->reth_rkey, p->reth_va,
 					 p->reth_len, IBV_ACCESS_REMOTE_READ);
 		if (src == NULL) {
 			resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
@@ -362,7 +391,7 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
-	t = (uint64_t *)droce_mr_translate(qp->dev, qp->pd, p->atm_rkey,
+	t = (uint64_t *)rkey_ptr(qp, p->atm_rkey,
 					   p->atm_va, 8, IBV_ACCESS_REMOTE_ATOMIC);
 	if (t == NULL) {
 		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
@@ -624,8 +653,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			if (qp->rd_tail - qp->rd_head >= DROCE_READ_JOBS)
 				return;
 			if (p->reth_len) {
-				src = droce_mr_translate(qp->dev, qp->pd,
-						p->reth_rkey, p->reth_va,
+				src = rkey_ptr(qp, p->reth_rkey, p->reth_va,
 						p->reth_len, IBV_ACCESS_REMOTE_READ);
 				if (src == NULL)
 					return;
