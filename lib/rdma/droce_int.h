@@ -53,6 +53,7 @@ void droce_trace_pkt(const char *dir, const char *dev,
 #define DROCE_QPN_BASE		0x11	/* QPN 0/1 are special; rxe starts at 0x11 too */
 #define DROCE_MAX_DEVS		16
 #define DROCE_NB_NEIGH		64
+#define DROCE_MAX_CTX		32	/* open contexts per device */
 #define DROCE_INVALID_LKEY	0x100	/* terminates a short receive SGE list (mlx5) */
 
 struct droce_dev;
@@ -159,6 +160,7 @@ struct droce_cq {
 	uint16_t moderate_period;	/* accepted, see rdma_cq.c */
 	uint32_t since_arm;		/* engine: CQEs since the last arm */
 	uint32_t events_delivered;	/* by ibv_get_cq_event */
+	uint32_t async_delivered;	/* by ibv_get_async_event */
 	/* application side */
 	uint32_t ci;
 	struct droce_cqe *cur;		/* ibv_start_poll cursor */
@@ -222,6 +224,7 @@ struct droce_srq {
 	struct droce_pd *pd;
 	uint32_t srqn;
 	uint32_t refcnt;		/* QPs attached */
+	uint32_t async_delivered;	/* by ibv_get_async_event */
 	struct droce_wq wq;
 };
 
@@ -387,6 +390,7 @@ struct droce_qp {
 	} atm_cache[DROCE_READ_JOBS];
 	uint32_t atm_next;
 	struct droce_qp_stats st;	/* engine-written counters */
+	uint32_t async_delivered;	/* by ibv_get_async_event */
 	uint64_t last_rx_tsc;		/* last packet received for this QP */
 };
 
@@ -431,6 +435,9 @@ struct droce_dev {
 	struct rte_mempool *pool;
 	struct droce_impair *impair;	/* lib/impair on this port, or NULL */
 	uint32_t ctx_refcnt;
+	struct ibv_context *ctxs[DROCE_MAX_CTX];	/* open contexts (async events) */
+	bool link_up;			/* engine: last link state seen */
+	uint64_t link_check_tsc;
 
 	/* object tables (control path writes under the device lock) */
 	pthread_mutex_t lock;
@@ -584,6 +591,15 @@ droce_qp_lookup(const struct droce_dev *dev, uint32_t qpn)
  */
 void droce_async_event(struct ibv_context *ctx, enum ibv_event_type type,
 		       void *object);
+/*
+ * Before an object goes (ibv_destroy_qp/cq/srq): drop its events not yet
+ * read, then wait until those read were acknowledged (libibverbs' rule).
+ */
+void droce_async_forget(struct ibv_context *ctx, void *object);
+void droce_async_wait_acked(uint32_t *delivered, uint32_t *acked,
+			    pthread_mutex_t *m, pthread_cond_t *cv);
+/* A port event to every context open on the device. */
+void droce_port_event(struct droce_dev *dev, enum ibv_event_type type);
 
 /* The engine writes one completion; returns false on CQ overrun. */
 bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src);

@@ -70,6 +70,24 @@ void droce_async_event(struct ibv_context *ctx, enum ibv_event_type type,
 		DROCE_LOG(ERR, "async event lost: %s", strerror(errno));
 }
 
+/* An event whose object went away before it was read. */
+#define EVENT_FORGOTTEN ((enum ibv_event_type)-1)
+
+static bool is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_CQ_ERR:
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_DEVICE_FATAL:
+		return false;
+	default:
+		return t != EVENT_FORGOTTEN;
+	}
+}
+
 int ibv_get_async_event(struct ibv_context *context,
 			struct ibv_async_event *event)
 {
@@ -81,40 +99,91 @@ int ibv_get_async_event(struct ibv_context *context,
 		return -1;
 	}
 	c = droce_ctx(context);
-	/* Blocks unless the application made async_fd non-blocking. */
-	droce_drv->app_waiting(c->dev, 1);
-	if (read(c->async_fd, &n, sizeof(n)) != sizeof(n)) {
+	for (;;) {
+		/* Blocks unless the application made async_fd non-blocking. */
+		droce_drv->app_waiting(c->dev, 1);
+		if (read(c->async_fd, &n, sizeof(n)) != sizeof(n)) {
+			droce_drv->app_waiting(c->dev, -1);
+			return -1;
+		}
 		droce_drv->app_waiting(c->dev, -1);
-		return -1;
+		rte_spinlock_lock(&c->async_lock);
+		*event = c->async_q[c->async_head++ % ASYNC_RING];
+		/* Counted while locked: droce_async_forget reads it so. */
+		if (event->event_type == IBV_EVENT_CQ_ERR)
+			droce_cq_of(event->element.cq)->async_delivered++;
+		else if (event->event_type == IBV_EVENT_SRQ_ERR ||
+			 event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED)
+			container_of(event->element.srq, struct droce_srq,
+				     ibv)->async_delivered++;
+		else if (is_qp_event(event->event_type))
+			droce_qp_of(event->element.qp)->async_delivered++;
+		rte_spinlock_unlock(&c->async_lock);
+		if (event->event_type != EVENT_FORGOTTEN)
+			return 0;
 	}
-	droce_drv->app_waiting(c->dev, -1);
+}
+
+void droce_async_forget(struct ibv_context *ctx, void *object)
+{
+	struct droce_context *c = droce_ctx(ctx);
+
 	rte_spinlock_lock(&c->async_lock);
-	*event = c->async_q[c->async_head++ % ASYNC_RING];
+	for (uint32_t i = c->async_head; i != c->async_tail; i++) {
+		struct ibv_async_event *e = &c->async_q[i % ASYNC_RING];
+
+		if (e->element.qp == object || e->element.cq == object ||
+		    e->element.srq == object)
+			e->event_type = EVENT_FORGOTTEN;
+	}
 	rte_spinlock_unlock(&c->async_lock);
-	return 0;
+}
+
+static void ack_one(uint32_t *counter, pthread_mutex_t *m, pthread_cond_t *cv)
+{
+	pthread_mutex_lock(m);
+	(*counter)++;
+	pthread_cond_broadcast(cv);
+	pthread_mutex_unlock(m);
 }
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
 	if (event == NULL)
 		return;
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR:
-		__atomic_fetch_add(&event->element.cq->async_events_completed, 1,
-				   __ATOMIC_RELAXED);
-		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		__atomic_fetch_add(&event->element.srq->events_completed, 1,
-				   __ATOMIC_RELAXED);
-		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_DEVICE_FATAL:
-		break;
-	default:
-		__atomic_fetch_add(&event->element.qp->events_completed, 1,
-				   __ATOMIC_RELAXED);
-		break;
+	if (event->event_type == IBV_EVENT_CQ_ERR) {
+		struct ibv_cq *cq = event->element.cq;
+
+		ack_one(&cq->async_events_completed, &cq->mutex, &cq->cond);
+	} else if (event->event_type == IBV_EVENT_SRQ_ERR ||
+		   event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+		struct ibv_srq *srq = event->element.srq;
+
+		ack_one(&srq->events_completed, &srq->mutex, &srq->cond);
+	} else if (is_qp_event(event->event_type)) {
+		struct ibv_qp *qp = event->element.qp;
+
+		ack_one(&qp->events_completed, &qp->mutex, &qp->cond);
+	}
+}
+
+/* Wait for the acknowledgements of what ibv_get_async_event delivered. */
+void droce_async_wait_acked(uint32_t *delivered, uint32_t *acked,
+			    pthread_mutex_t *m, pthread_cond_t *cv)
+{
+	pthread_mutex_lock(m);
+	while (*acked != __atomic_load_n(delivered, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(cv, m);
+	pthread_mutex_unlock(m);
+}
+
+void droce_port_event(struct droce_dev *dev, enum ibv_event_type type)
+{
+	for (uint32_t i = 0; i < DROCE_MAX_CTX; i++) {
+		struct ibv_context *ctx =
+			__atomic_load_n(&dev->ctxs[i], __ATOMIC_ACQUIRE);
+
+		if (ctx)
+			droce_async_event(ctx, type, NULL);
 	}
 }

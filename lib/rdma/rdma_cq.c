@@ -28,6 +28,9 @@ bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
 	struct droce_cqe *d;
 
 	if (unlikely(cq->pi - ci >= cq->size)) {
+		/* IBTA 11.6.3.2: a CQ overrun is a CQ error, reported once. */
+		if (!cq->overrun)
+			droce_async_event(cq->cq.context, IBV_EVENT_CQ_ERR, &cq->cq);
 		cq->overrun = true;
 		return false;
 	}
@@ -344,6 +347,10 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY;
 	__atomic_store_n(&cq->armed, DROCE_CQ_DISARMED, __ATOMIC_RELEASE);
 	droce_drv->exec(dev, sync_noop, NULL);
+	droce_async_forget(ibcq->context, ibcq);
+	droce_async_wait_acked(&cq->async_delivered,
+			       &ibcq->async_events_completed, &ibcq->mutex,
+			       &ibcq->cond);
 	if (cq->cq.channel) {
 		droce_cq_wait_events_acked(cq);
 		__atomic_fetch_sub(&cq->cq.channel->refcnt, 1, __ATOMIC_RELAXED);

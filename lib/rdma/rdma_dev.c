@@ -513,8 +513,20 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.modify_cq = droce_modify_cq;
 	c->vctx.query_rt_values = droce_query_rt_values;
 	c->vctx.get_srq_num = droce_get_srq_num;
+	pthread_mutex_lock(&dev->lock);
+	for (uint32_t i = 0; i < DROCE_MAX_CTX; i++)
+		if (dev->ctxs[i] == NULL) {
+			__atomic_store_n(&dev->ctxs[i], ctx, __ATOMIC_RELEASE);
+			break;
+		}
+	pthread_mutex_unlock(&dev->lock);
 	__atomic_fetch_add(&dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
 	return ctx;
+}
+
+static void sync_noop(void *arg)
+{
+	(void)arg;
 }
 
 int ibv_close_device(struct ibv_context *context)
@@ -524,6 +536,13 @@ int ibv_close_device(struct ibv_context *context)
 	if (context == NULL)
 		return EINVAL;
 	c = droce_ctx(context);
+	pthread_mutex_lock(&c->dev->lock);
+	for (uint32_t i = 0; i < DROCE_MAX_CTX; i++)
+		if (c->dev->ctxs[i] == context)
+			__atomic_store_n(&c->dev->ctxs[i], NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&c->dev->lock);
+	/* The engine posts port events to contexts: let it forget this one. */
+	droce_drv->exec(c->dev, sync_noop, NULL);
 	__atomic_fetch_sub(&c->dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
 	pthread_mutex_destroy(&context->mutex);
 	droce_async_fini(c);

@@ -661,6 +661,9 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	/* The engine drops its references before we free anything. */
 	droce_drv->exec(dev, destroy_apply, qp);
 	droce_drv->exec(dev, sync_noop, NULL);
+	droce_async_forget(ibqp->context, ibqp);
+	droce_async_wait_acked(&qp->async_delivered, &ibqp->events_completed,
+			       &ibqp->mutex, &ibqp->cond);
 	__atomic_fetch_sub(&qp->pd->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);

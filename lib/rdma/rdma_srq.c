@@ -178,6 +178,9 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	srq = container_of(ibsrq, struct droce_srq, ibv);
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	droce_async_forget(ibsrq->context, ibsrq);
+	droce_async_wait_acked(&srq->async_delivered, &ibsrq->events_completed,
+			       &ibsrq->mutex, &ibsrq->cond);
 	__atomic_fetch_sub(&srq->pd->refcnt, 1, __ATOMIC_RELAXED);
 	droce_wq_free(&srq->wq);
 	pthread_mutex_destroy(&ibsrq->mutex);

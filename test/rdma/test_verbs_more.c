@@ -5,7 +5,8 @@
  * other posts; solicited-only arming; moderation by count; destroy after
  * acking), ibv_resize_cq keeping unpolled completions, ibv_rereg_mr
  * (access revoked -> remote access error; new translation takes writes),
- * ibv_query_rt_values_ex.
+ * ibv_query_rt_values_ex, async events (port down/up, a responder's
+ * QP error, CQ overrun) on the pollable async_fd.
  */
 #include <inttypes.h>
 #include <poll.h>
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+
+#include <rte_ethdev.h>
 
 #include "droce.h"
 #include "droce_test.h"
@@ -220,11 +223,121 @@ static void rereg(uint8_t *abuf, struct ibv_mr *amr)
 	CHECK_OK(ibv_post_send(p.qa, &wr, &bad));
 	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE after revoke"), 1);
 	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR);
+	/* The responder's QP reports its error (read and acked before the
+	 * QP goes: ibv_destroy_qp waits for delivered events' acks). */
+	{
+		struct ibv_async_event ev;
+
+		CHECK_OK(ibv_get_async_event(B->ctx, &ev));
+		CHECK_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+		CHECK(ev.element.qp == p.qb);
+		ibv_ack_async_event(&ev);
+	}
 	pair_close(&p);
 	CHECK_OK(ibv_dereg_mr(mr));
 	free(b1);
 	free(b2);
 	printf("rereg_mr: new translation used, revoked access refused\n");
+}
+
+/* The next async event on B within 2 s; fails if none. */
+static struct ibv_async_event next_event(void)
+{
+	struct pollfd pfd = { .fd = B->ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	CHECK_EQ(poll(&pfd, 1, 2000), 1);
+	CHECK_OK(ibv_get_async_event(B->ctx, &ev));
+	return ev;
+}
+
+static void async_events(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
+{
+	uint16_t port = (uint16_t)droce_dev_port_id(B->ctx);
+	struct ibv_async_event ev;
+	struct ibv_port_attr pa;
+	struct pair p;
+	struct ibv_wc wc;
+
+	{
+		struct pollfd pfd = { .fd = B->ctx->async_fd, .events = POLLIN };
+
+		CHECK_EQ(poll(&pfd, 1, 0), 0);	/* nothing pending */
+	}
+	/* Port down and up again. */
+	CHECK_OK(rte_eth_dev_set_link_down(port));
+	ev = next_event();
+	CHECK_EQ(ev.event_type, IBV_EVENT_PORT_ERR);
+	CHECK_EQ(ev.element.port_num, 1);
+	ibv_ack_async_event(&ev);
+	CHECK_OK(ibv_query_port(B->ctx, 1, &pa));
+	CHECK_EQ(pa.state, IBV_PORT_DOWN);
+	CHECK_OK(rte_eth_dev_set_link_up(port));
+	ev = next_event();
+	CHECK_EQ(ev.event_type, IBV_EVENT_PORT_ACTIVE);
+	ibv_ack_async_event(&ev);
+	CHECK_OK(ibv_query_port(B->ctx, 1, &pa));
+	CHECK_EQ(pa.state, IBV_PORT_ACTIVE);
+
+	/* A receive too small: the responder's QP errors, QP_REQ_ERR. */
+	pair_open(&p, false);
+	{
+		struct ibv_sge rs = { (uintptr_t)abuf + 4096, 8, bmr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_sge s = { (uintptr_t)abuf, 64, amr->lkey };
+		struct ibv_send_wr wr = { .sg_list = &s, .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		CHECK_OK(ibv_post_recv(p.qb, &rwr, &rbad));
+		CHECK_OK(ibv_post_send(p.qa, &wr, &bad));
+		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "SEND into 8 B"), 1);
+		CHECK_EQ(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	}
+	ev = next_event();
+	CHECK_EQ(ev.event_type, IBV_EVENT_QP_REQ_ERR);
+	CHECK(ev.element.qp == p.qb);
+	ibv_ack_async_event(&ev);
+	CHECK_EQ(p.qb->events_completed, 1u);
+	pair_close(&p);
+
+	/* A CQ overrun: IBV_EVENT_CQ_ERR, once. */
+	pair_open(&p, false);
+	{
+		struct ibv_cq *tiny = ibv_create_cq(B->ctx, 1, NULL, NULL, 0);
+		struct dt_qp_cfg qc;
+		struct dt_conn_cfg cc;
+		struct ibv_qp *qa2, *qb2;
+
+		CHECK_PTR(tiny);
+		dt_qp_cfg_default(&qc);
+		dt_conn_cfg_default(&cc);
+		qa2 = dt_qp_create(A, p.sa.cq, p.ra.cq, &qc, NULL);
+		qb2 = dt_qp_create(B, p.sb.cq, tiny, &qc, NULL);
+		CHECK_PTR(qa2);
+		CHECK_PTR(qb2);
+		dt_connect(A, qa2, 30, B, qb2, 40, &cc);
+		for (int i = 0; i < 6; i++) {
+			struct ibv_sge rs = { (uintptr_t)abuf + 4096, 64, bmr->lkey };
+			struct ibv_recv_wr rwr = { .wr_id = (uint64_t)i, .sg_list = &rs,
+						   .num_sge = 1 }, *rbad;
+			struct ibv_sge s = { (uintptr_t)abuf, 16, amr->lkey };
+			struct ibv_send_wr wr = { .sg_list = &s, .num_sge = 1,
+				.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+			CHECK_OK(ibv_post_recv(qb2, &rwr, &rbad));
+			CHECK_OK(ibv_post_send(qa2, &wr, &bad));
+			CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "SEND"), 1);
+		}
+		ev = next_event();
+		CHECK_EQ(ev.event_type, IBV_EVENT_CQ_ERR);
+		CHECK(ev.element.cq == tiny);
+		ibv_ack_async_event(&ev);
+		CHECK_OK(ibv_destroy_qp(qa2));
+		CHECK_OK(ibv_destroy_qp(qb2));
+		CHECK_OK(ibv_destroy_cq(tiny));
+	}
+	pair_close(&p);
+	printf("async events: port down/up, QP_REQ_ERR, CQ_ERR: ok\n");
 }
 
 static void rt_values(void)
@@ -254,6 +367,7 @@ int main(void)
 	channels(abuf, amr, bmr);
 	resize(abuf, amr, bmr);
 	rereg(abuf, amr);
+	async_events(abuf, amr, bmr);
 	rt_values();
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));

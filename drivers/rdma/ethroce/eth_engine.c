@@ -203,8 +203,10 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	/* After a long stall, one lap of the wheel visits every QP. */
 	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
 		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
-	for (uint32_t i = 0; i < eng->nb_devs; i++)
+	for (uint32_t i = 0; i < eng->nb_devs; i++) {
 		eth_arp_timer(eng->devs[i], now);
+		eth_port_check(eng->devs[i], now);
+	}
 	while (eng->wheel_tick < now_tick) {
 		struct droce_qp **slot, *qp, *next;
 

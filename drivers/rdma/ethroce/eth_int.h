@@ -25,6 +25,7 @@
 #define ETH_WHEEL_SLOTS		1024	/* power of two */
 #define ETH_TICK_US		50
 #define ETH_ARP_POLL_US		1000
+#define ETH_LINK_CHECK_MS	100
 #define ETH_KEEPER_US		1000
 #define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event */
 #define ETH_ARP_RETRY_MS	100
@@ -84,6 +85,7 @@ void eth_engine_detach(struct droce_dev *dev);
 /* eth_port.c */
 int eth_port_setup(struct droce_dev *dev);
 void eth_port_close(struct droce_dev *dev);
+void eth_port_check(struct droce_dev *dev, uint64_t now);
 
 /* eth_tx.c */
 struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,

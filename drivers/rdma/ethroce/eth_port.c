@@ -125,6 +125,13 @@ int eth_port_setup(struct droce_dev *dev)
 	}
 	/* A MAC the port does not know needs promiscuous rx; harmless else. */
 	rte_eth_promiscuous_enable(port);
+	{
+		struct rte_eth_link link;
+
+		memset(&link, 0, sizeof(link));
+		rte_eth_link_get_nowait(port, &link);
+		dev->link_up = link.link_status;
+	}
 	if (dev->args.impair[0]) {
 		dev->impair = droce_impair_attach(port, dev->args.impair);
 		if (dev->impair == NULL) {
@@ -223,4 +230,27 @@ int droce_dev_impair(struct ibv_context *ctx, const char *kvargs)
 struct droce_impair *droce_dev_impairer(struct ibv_context *ctx)
 {
 	return ctx ? droce_dev_of_ctx(ctx)->impair : NULL;
+}
+
+/*
+ * Port events (IBV_EVENT_PORT_ACTIVE / PORT_ERR) from the link state,
+ * sampled at ETH_LINK_CHECK_MS: a PMD may have no link interrupt
+ * (net_ring has none), and reading the state is cheap at that rate.
+ */
+void eth_port_check(struct droce_dev *dev, uint64_t now)
+{
+	struct rte_eth_link link;
+
+	if (now < dev->link_check_tsc)
+		return;
+	dev->link_check_tsc = now + rte_get_tsc_hz() / 1000 * ETH_LINK_CHECK_MS;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(dev->port_id, &link) != 0)
+		return;
+	if ((bool)link.link_status == dev->link_up)
+		return;
+	dev->link_up = link.link_status;
+	DROCE_LOG(INFO, "%s: link %s", dev->args.name, dev->link_up ? "up" : "down");
+	droce_port_event(dev, dev->link_up ? IBV_EVENT_PORT_ACTIVE :
+			 IBV_EVENT_PORT_ERR);
 }

@@ -140,6 +140,12 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 	}
 	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
+	/* IBTA 11.6.3.1: the affiliated event for the responder's error. */
+	droce_async_event(qp->ex.qp_base.context,
+			  nak == ROCE_NAK_INVALID_REQ ? IBV_EVENT_QP_REQ_ERR :
+			  nak == ROCE_NAK_REMOTE_ACCESS ? IBV_EVENT_QP_ACCESS_ERR :
+							  IBV_EVENT_QP_FATAL,
+			  &qp->ex.qp_base);
 	if (qp->rd_head != qp->rd_tail) {
 		/* Responses owed for earlier requests leave first (PSN order);
 		 * the NAK follows them, then the QP errors. Nothing more is
