@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A peer that answers wrongly: A's READ goes to a QP number that does not
+ * exist on B, so B stays silent, and a hostile frame built here with
+ * lib/roce (not droce's engine) is put on the wire towards A by enqueuing it
+ * on the B->A ring of the net_ring pair: a READ response with the right
+ * PSN but the wrong length. A must complete the READ with
+ * IBV_WC_BAD_RESP_ERR (IBTA 9.9.2.3), move the QP to error and flush the
+ * rest; a response for nothing outstanding is dropped and counted; and
+ * nothing lands in A's memory outside the READ's buffer.
+ */
+#include <inttypes.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+
+#include "droce.h"
+#include "droce_test.h"
+#include "roce.h"
+
+static struct rte_mempool *pool;
+
+/* A frame from B to A's QP, as any peer could send it. */
+static void inject(struct dt_env *env, uint8_t op, uint32_t qpn, uint32_t psn,
+		   uint32_t payload_len)
+{
+	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct roce_pkt p;
+	uint8_t *buf;
+	uint32_t hlen;
+
+	CHECK_PTR(ba);
+	CHECK_PTR(m);
+	memset(&p, 0, sizeof(p));
+	memcpy(p.src_mac, "\x02\x00\xc6\x12\x00\x02", 6);
+	memcpy(p.dst_mac, "\x02\x00\xc6\x12\x00\x01", 6);
+	p.ttl = 64;
+	p.frag_off = 0x4000;
+	memcpy(p.src_ip, &env->dev[1].gid[1].raw[12], 4);
+	memcpy(p.dst_ip, &env->dev[0].gid[1].raw[12], 4);
+	p.udp_sport = 0xc123;
+	p.udp_dport = ROCE_UDP_DPORT;
+	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, op);
+	p.pkey = ROCE_DEFAULT_PKEY;
+	p.dest_qp = qpn;
+	p.psn = psn;
+	p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+	p.aeth_msn = 1;
+	p.payload_len = payload_len;
+	p.pad = (uint8_t)((4 - (payload_len & 3)) & 3);
+	buf = rte_pktmbuf_mtod(m, uint8_t *);
+	hlen = roce_build_hdrs(buf, &p);
+	memset(buf + hlen, 0xee, payload_len + p.pad);
+	m->data_len = (uint16_t)(hlen + payload_len + p.pad + ROCE_ICRC_LEN);
+	m->pkt_len = m->data_len;
+	p.frame_len = m->data_len;
+	roce_icrc_store(buf + m->data_len - ROCE_ICRC_LEN, roce_icrc_frame(buf, &p));
+	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
+}
+
+int main(void)
+{
+	struct dt_env env;
+	struct dt_dev *A, *B;
+	struct dt_cq sa, ra;
+	struct dt_qp_cfg qc;
+	struct dt_conn_cfg cc;
+	struct ibv_qp *qa;
+	struct ibv_mr *mr;
+	struct ibv_wc wc[2];
+	struct droce_dev_stats s0, s1;
+	uint8_t *buf = dt_alloc(3 * 4096);
+	const uint32_t sq_psn = 0x1234, ghost_qpn = 0xabcd;
+
+	dt_watchdog(60);
+	dt_init(&env, "test_bad_resp", NULL, NULL);
+	A = &env.dev[0];
+	B = &env.dev[1];
+	(void)B;
+	pool = rte_pktmbuf_pool_create("bad_resp", 63, 0, 0,
+				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	CHECK_PTR(pool);
+	dt_cq_create(A, 16, false, &sa);
+	dt_cq_create(A, 16, false, &ra);
+	dt_qp_cfg_default(&qc);
+	qa = dt_qp_create(A, sa.cq, ra.cq, &qc, NULL);
+	CHECK_PTR(qa);
+	dt_conn_cfg_default(&cc);
+	cc.timeout = 20;	/* ~4 s: no retry before our answer arrives */
+	CHECK_OK(dt_qp_to_init(qa, &cc));
+	CHECK_OK(dt_qp_to_rtr(qa, &cc, &env.dev[1].gid[1], ghost_qpn, 0x777));
+	CHECK_OK(dt_qp_to_rts(qa, &cc, sq_psn));
+	mr = dt_reg_mr(A->pd, buf, 3 * 4096, DT_ACCESS_ALL);
+	CHECK_PTR(mr);
+	memset(buf, 0x11, 3 * 4096);
+
+	/* A response for nothing outstanding: dropped, counted, harmless. */
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
+	inject(&env, ROCE_OP_READ_RESP_ONLY, qa->qp_num, sq_psn, 64);
+	for (int i = 0; i < 100; i++) {
+		CHECK_EQ(dt_cq_poll(&sa, wc, 2), 0);
+		usleep(1000);
+	}
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s1));
+	CHECK(s1.rx_pkts > s0.rx_pkts);
+	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
+
+	/* READ 100 bytes into the middle page; the answer carries 64. */
+	{
+		struct ibv_sge sge = { (uintptr_t)buf + 4096, 100, mr->lkey };
+		struct ibv_send_wr wr[2] = {
+			{ .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+			  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+			  .next = &wr[1] },
+			{ .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+			  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED },
+		}, *bad;
+
+		wr[0].wr.rdma.remote_addr = 0x10000;
+		wr[0].wr.rdma.rkey = 0x4242;
+		wr[1].wr.rdma = wr[0].wr.rdma;
+		CHECK_OK(ibv_post_send(qa, wr, &bad));
+	}
+	usleep(20000);	/* the READs are out (and dropped by B) */
+	inject(&env, ROCE_OP_READ_RESP_ONLY, qa->qp_num, sq_psn, 64);
+	CHECK_EQ(dt_wait_wc(&sa, wc, 2, DT_WAIT_S, "READ answered badly"), 2);
+	CHECK_EQ(wc[0].wr_id, 1u);
+	CHECK_EQ(wc[0].status, IBV_WC_BAD_RESP_ERR);
+	CHECK_EQ(wc[1].wr_id, 2u);
+	CHECK_EQ(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(dt_qp_state(qa), IBV_QPS_ERR);
+	/* Nothing of the hostile payload anywhere in A's buffer. */
+	for (int i = 0; i < 3 * 4096; i++)
+		if (buf[i] != 0x11)
+			DT_FAIL_(1, "byte %d of A's buffer changed to 0x%02x", i, buf[i]);
+	printf("READ with a wrong-length response: IBV_WC_BAD_RESP_ERR, QP in error, memory untouched\n");
+
+	CHECK_OK(ibv_destroy_qp(qa));
+	CHECK_OK(ibv_dereg_mr(mr));
+	dt_cq_destroy(&sa);
+	dt_cq_destroy(&ra);
+	rte_mempool_free(pool);	/* the engine gave both frames back */
+	dt_fini(&env);
+	free(buf);
+	printf("test_bad_resp: %s\n", dt_failures ? "FAILED" : "PASSED");
+	return dt_failures ? 1 : 0;
+}
