@@ -37,6 +37,8 @@ extern "C" {
  *   mac=xx:..:xx   override the port's MAC address
  *   nb_mbuf=N      mbufs in the device's pool (default 8191)
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)
+ *   vlan=N         802.1Q VLAN 1..4094 for everything the device sends and
+ *                  receives (default: untagged); prio=P its priority 0..7
  *   impair=k:v/k:v  impair the port's traffic with lib/impair (see
  *                  droce_impair.h and doc/impair.md), its kvargs written
  *                  with ':' for '=' and '/' for ',': impair=seed:7/rx_drop:0.01

@@ -422,6 +422,7 @@ struct droce_devargs {
 	uint32_t nb_mbuf;
 	uint32_t arp_timeout_ms;
 	char impair[256];		/* link impairer kvargs ("" = none) */
+	uint16_t vlan_tci;		/* 802.1Q: prio << 13 | vid; 0 = untagged */
 };
 
 struct droce_dev {

@@ -134,9 +134,10 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 {
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
-		"arp_timeout_ms", "port", "impair", NULL
+		"arp_timeout_ms", "port", "impair", "vlan", "prio", NULL
 	};
 	struct rte_kvargs *kv;
+	uint32_t vid = 0, prio = 0;
 	int ret = 0;
 
 	memset(a, 0, sizeof(*a));
@@ -162,7 +163,9 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "nb_mbuf", parse_u32, &a->nb_mbuf) ||
 	    rte_kvargs_process(kv, "arp_timeout_ms", parse_u32,
 			       &a->arp_timeout_ms) ||
-	    rte_kvargs_process(kv, "impair", parse_impair, a)) {
+	    rte_kvargs_process(kv, "impair", parse_impair, a) ||
+	    rte_kvargs_process(kv, "vlan", parse_u32, &vid) ||
+	    rte_kvargs_process(kv, "prio", parse_u32, &prio)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -171,6 +174,10 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 		ret = -EINVAL;
 	if (a->nb_mbuf < 1024)
 		ret = -EINVAL;
+	/* 802.1Q: VLAN 1..4094; a priority needs a VLAN to travel in. */
+	if (vid > 4094 || prio > 7 || (prio && !vid))
+		ret = -EINVAL;
+	a->vlan_tci = (uint16_t)(prio << 13 | vid);
 out:
 	rte_kvargs_free(kv);
 	return ret;

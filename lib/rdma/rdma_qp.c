@@ -382,6 +382,8 @@ static void build_template(struct droce_qp *qp)
 
 	memset(t, 0, sizeof(*t));
 	memcpy(t->src_mac, dev->mac.addr_bytes, 6);
+	t->has_vlan = dev->args.vlan_tci != 0;
+	t->vlan_tci = dev->args.vlan_tci;
 	t->ipv6 = false;
 	t->tos = qp->ah.grh.traffic_class;
 	/* Linux resolves a RoCEv2 destination through its routing table and

@@ -47,13 +47,22 @@ static void arp_send(struct droce_dev *dev, uint16_t op, uint32_t tip,
 	if (m == NULL)
 		return;
 	eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
-	ah = (struct rte_arp_hdr *)(eh + 1);
 	if (op == RTE_ARP_OP_REQUEST)
 		memset(&eh->dst_addr, 0xff, RTE_ETHER_ADDR_LEN);
 	else
 		rte_ether_addr_copy(tha, &eh->dst_addr);
 	rte_ether_addr_copy(&dev->mac, &eh->src_addr);
-	eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	if (dev->args.vlan_tci) {
+		struct rte_vlan_hdr *vh = (struct rte_vlan_hdr *)(eh + 1);
+
+		eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+		vh->vlan_tci = rte_cpu_to_be_16(dev->args.vlan_tci);
+		vh->eth_proto = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+		ah = (struct rte_arp_hdr *)(vh + 1);
+	} else {
+		eh->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+		ah = (struct rte_arp_hdr *)(eh + 1);
+	}
 	ah->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
 	ah->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	ah->arp_hlen = RTE_ETHER_ADDR_LEN;
@@ -67,20 +76,21 @@ static void arp_send(struct droce_dev *dev, uint16_t op, uint32_t tip,
 		rte_ether_addr_copy(tha, &ah->arp_data.arp_tha);
 	ah->arp_data.arp_tip = tip;
 	/* Pad to the Ethernet minimum (60 bytes without FCS). */
-	m->data_len = RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN;
+	m->data_len = RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN +
+		      (dev->args.vlan_tci ? 4 : 0);
 	m->pkt_len = m->data_len;
 	memset((uint8_t *)(ah + 1), 0,
-	       m->data_len - sizeof(*eh) - sizeof(*ah));
+	       m->data_len - (uint32_t)((uint8_t *)(ah + 1) - (uint8_t *)eh));
 	dev->st.arp_tx++;
 	eth_tx_enqueue(dev, m);
 }
 
-void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m)
+void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off)
 {
 	const struct rte_arp_hdr *ah;
 	struct rte_arp_hdr copy;
 
-	if (eth_mbuf_copy(m, sizeof(struct rte_ether_hdr), &copy, sizeof(copy))) {
+	if (eth_mbuf_copy(m, off, &copy, sizeof(copy))) {
 		dev->st.rx_malformed++;
 		return;
 	}

@@ -110,7 +110,8 @@ int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
 		  uint32_t len);
 
 /* eth_arp.c */
-void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m);
+/* An ARP frame whose ARP header starts at off (after any VLAN tag). */
+void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
 bool eth_neigh_resolve(struct droce_dev *dev, uint32_t ip,
 		       struct rte_ether_addr *mac, bool *failed);
 void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,

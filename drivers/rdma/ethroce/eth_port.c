@@ -46,9 +46,11 @@ int eth_port_setup(struct droce_dev *dev)
 		uint32_t lim = info.max_mtu ? info.max_mtu : UINT16_MAX;
 		uint32_t m = dev->args.max_mtu;
 
-		if (info.max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
-			lim = RTE_MIN(lim, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
-				      RTE_ETHER_CRC_LEN);
+		uint32_t l2 = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN +
+			      (dev->args.vlan_tci ? RTE_VLAN_HLEN : 0);
+
+		if (info.max_rx_pktlen > l2)
+			lim = RTE_MIN(lim, info.max_rx_pktlen - l2);
 		while (m > 256 && m + ETH_L3_OVERHEAD > lim)
 			m >>= 1;
 		if (m + ETH_L3_OVERHEAD > lim) {

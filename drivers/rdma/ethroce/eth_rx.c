@@ -83,11 +83,24 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	struct roce_pkt p;
 	int ret;
 
-	if (m->data_len >= ROCE_ETH_HLEN) {
+	if (m->data_len >= ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
 		const struct rte_ether_hdr *eh = (const void *)frame;
+		uint16_t type = eh->ether_type;
+		uint32_t off = ROCE_ETH_HLEN;
+		uint16_t tci = 0;
 
-		if (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
-			eth_arp_rx(dev, m);
+		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN)) {
+			const struct rte_vlan_hdr *vh = (const void *)(eh + 1);
+
+			tci = rte_be_to_cpu_16(vh->vlan_tci);
+			type = vh->eth_proto;
+			off += ROCE_VLAN_HLEN;
+		}
+		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP)) {
+			if ((tci & 0xfff) == (dev->args.vlan_tci & 0xfff))
+				eth_arp_rx(dev, m, off);
+			else
+				dev->st.rx_not_roce++;	/* another VLAN's */
 			return;
 		}
 	}
@@ -100,8 +113,10 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_malformed++;
 		return;
 	}
-	if (unlikely(p.ipv6 || memcmp(p.dst_ip, &dev->args.ip, 4) != 0)) {
-		dev->st.rx_not_roce++;	/* not addressed to this port */
+	if (unlikely(p.ipv6 || memcmp(p.dst_ip, &dev->args.ip, 4) != 0 ||
+		     (p.has_vlan ? p.vlan_tci & 0xfff : 0) !=
+		     (dev->args.vlan_tci & 0xfff))) {
+		dev->st.rx_not_roce++;	/* not for this port (or its VLAN) */
 		return;
 	}
 	if (unlikely(!icrc_ok(m, frame, &p))) {

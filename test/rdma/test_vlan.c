@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * 802.1Q: devices with vlan=100,prio=3 tag everything they send (RoCE and
+ * ARP; checked on the wire by an rx callback on the peer's port) and RC
+ * works through it; devices on different VLANs never hear each other: the
+ * first send fails with IBV_WC_RETRY_EXC_ERR once ARP gives up.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "droce.h"
+#include "droce_test.h"
+
+static uint64_t seen, tagged_ok;
+
+static uint16_t count_tags(uint16_t port, uint16_t queue, struct rte_mbuf **pkts,
+			   uint16_t n, uint16_t max, void *arg)
+{
+	(void)port; (void)queue; (void)max; (void)arg;
+	for (uint16_t i = 0; i < n; i++) {
+		const struct rte_ether_hdr *eh =
+			rte_pktmbuf_mtod(pkts[i], const struct rte_ether_hdr *);
+		const struct rte_vlan_hdr *vh = (const void *)(eh + 1);
+
+		__atomic_fetch_add(&seen, 1, __ATOMIC_RELAXED);
+		if (eh->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN) &&
+		    rte_be_to_cpu_16(vh->vlan_tci) == (3 << 13 | 100))
+			__atomic_fetch_add(&tagged_ok, 1, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+static void rc_write_read(struct dt_dev *a, struct dt_dev *b, bool expect_ok)
+{
+	struct dt_cq sa, ra, sb, rb;
+	struct dt_qp_cfg qc;
+	struct dt_conn_cfg cc;
+	struct ibv_qp *qa, *qb;
+	uint8_t *buf = dt_alloc(8192);
+	struct ibv_mr *ma = dt_reg_mr(a->pd, buf, 4096, DT_ACCESS_ALL);
+	struct ibv_mr *mb = dt_reg_mr(b->pd, buf + 4096, 4096, DT_ACCESS_ALL);
+	struct ibv_sge sge = { (uintptr_t)buf, 3000, ma->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	CHECK_PTR(ma);
+	CHECK_PTR(mb);
+	dt_qp_cfg_default(&qc);
+	dt_conn_cfg_default(&cc);
+	dt_cq_create(a, 16, false, &sa);
+	dt_cq_create(a, 16, false, &ra);
+	dt_cq_create(b, 16, false, &sb);
+	dt_cq_create(b, 16, false, &rb);
+	qa = dt_qp_create(a, sa.cq, ra.cq, &qc, NULL);
+	qb = dt_qp_create(b, sb.cq, rb.cq, &qc, NULL);
+	CHECK_PTR(qa);
+	CHECK_PTR(qb);
+	dt_connect(a, qa, 1, b, qb, 2, &cc);
+	dt_fill_random(buf, 4096);
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = mb->rkey;
+	CHECK_OK(ibv_post_send(qa, &wr, &bad));
+	CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+	if (expect_ok) {
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
+		wr.opcode = IBV_WR_RDMA_READ;
+		memset(buf, 0, 3000);
+		CHECK_OK(ibv_post_send(qa, &wr, &bad));
+		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "READ"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
+	} else {
+		CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+	}
+	CHECK_OK(ibv_destroy_qp(qa));
+	CHECK_OK(ibv_destroy_qp(qb));
+	CHECK_OK(ibv_dereg_mr(ma));
+	CHECK_OK(ibv_dereg_mr(mb));
+	dt_cq_destroy(&sa);
+	dt_cq_destroy(&ra);
+	dt_cq_destroy(&sb);
+	dt_cq_destroy(&rb);
+	free(buf);
+}
+
+int main(void)
+{
+	struct dt_env env;
+	struct ibv_device **list;
+	struct dt_dev x[2];
+	const struct rte_eth_rxtx_callback *cb;
+	int n;
+
+	dt_watchdog(60);
+	dt_init(&env, "test_vlan", "ip=198.18.0.1,vlan=100,prio=3",
+		"ip=198.18.0.2,vlan=100,prio=3");
+	cb = rte_eth_add_rx_callback((uint16_t)env.dev[1].port_id, 0,
+				     count_tags, NULL);
+	CHECK_PTR(cb);
+	rc_write_read(&env.dev[0], &env.dev[1], true);
+	printf("VLAN 100 prio 3: WRITE and READ ok; %" PRIu64 " of %" PRIu64
+	       " frames on B's wire tagged 0x%04x\n", tagged_ok, seen, 3 << 13 | 100);
+	CHECK(seen > 0);
+	CHECK_EQ(tagged_ok, seen);
+	CHECK_OK(rte_eth_remove_rx_callback((uint16_t)env.dev[1].port_id, 0, cb));
+
+	/* Two devices on different VLANs, joined by another ring pair. */
+	CHECK_EQ(droce_create_ring_pair("ip=198.18.1.1,vlan=100,arp_timeout_ms=300",
+					"ip=198.18.1.2,vlan=200"), 0);
+	list = ibv_get_device_list(&n);
+	CHECK(list != NULL && n == 4);
+	memset(x, 0, sizeof(x));
+	for (int i = 0; i < 2; i++) {
+		x[i].ctx = ibv_open_device(list[2 + i]);
+		CHECK_PTR(x[i].ctx);
+		x[i].pd = ibv_alloc_pd(x[i].ctx);
+		CHECK_PTR(x[i].pd);
+		CHECK_OK(ibv_query_gid(x[i].ctx, 1, 1, &x[i].gid[1]));
+	}
+	rc_write_read(&x[0], &x[1], false);
+	printf("VLAN 100 vs 200: no ARP answer, first WRITE: RETRY_EXC_ERR\n");
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(ibv_dealloc_pd(x[i].pd));
+		CHECK_OK(ibv_close_device(x[i].ctx));
+	}
+	ibv_free_device_list(list);
+	/* bad devargs */
+	CHECK(droce_create_ring_pair("ip=198.18.2.1,vlan=4095", NULL) < 0);
+	CHECK(droce_create_ring_pair("ip=198.18.2.1,prio=3", NULL) < 0);
+	dt_fini(&env);
+	printf("test_vlan: %s\n", dt_failures ? "FAILED" : "PASSED");
+	return dt_failures ? 1 : 0;
+}
