@@ -492,8 +492,8 @@ static void show_qp_detail(int id)
 	struct ibv_qp_cap cap = con_qp_cap(q->qp);
 	uint32_t acked = PEEK(dq->req_acked), cur = PEEK(dq->req_cur);
 	uint64_t timer = PEEK(dq->req_timer_tsc);
-	char acc[64], fl[128], dip[INET_ADDRSTRLEN];
-	uint32_t dst_ip = PEEK(dq->dst_ip);
+	char acc[64], fl[128], dip[INET6_ADDRSTRLEN];
+	union ibv_gid dst_gid = dq->dst_gid;
 
 	objects_print_qp_line(id);
 	printf("  attributes: path MTU %u, access %s, timeout %u, retry_cnt %u, rnr_retry %u,"
@@ -502,7 +502,7 @@ static void show_qp_detail(int id)
 	       PEEK(dq->timeout), PEEK(dq->retry_cnt), PEEK(dq->rnr_retry),
 	       PEEK(dq->min_rnr_timer), PEEK(dq->max_rd_atomic),
 	       PEEK(dq->max_dest_rd_atomic));
-	inet_ntop(AF_INET, &dst_ip, dip, sizeof(dip));
+	inet_ntop(AF_INET6, dst_gid.raw, dip, sizeof(dip));
 	printf("  path: dest QPN 0x%06x, dest IP %s, UDP source port %u, dest MAC %s\n",
 	       PEEK(dq->dest_qpn), dip, PEEK(dq->udp_sport),
 	       PEEK(dq->tmpl_ready) ? "resolved" : "not resolved yet");

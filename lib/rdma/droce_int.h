@@ -301,7 +301,7 @@ struct droce_qp {
 	uint16_t pkey_index;
 	struct ibv_ah_attr ah;
 	struct ibv_qp_cap cap;
-	uint32_t dst_ip;		/* network order */
+	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
 	bool tmpl_ready;		/* destination MAC resolved */
@@ -402,7 +402,8 @@ static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)
 /* --------------------------------------------------------------- device */
 
 struct droce_neigh {
-	uint32_t ip;			/* network order; 0 = free */
+	uint8_t addr[16];		/* GID: IPv6, or IPv4 as ::ffff:a.b.c.d */
+	bool used;
 	struct rte_ether_addr mac;
 	bool resolved;
 	uint8_t tries;

@@ -14,9 +14,14 @@
 static bool ah_attr_ok(const struct ibv_ah_attr *a)
 {
 	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t ll[8] = { 0xfe, 0x80 };
 
-	return a->is_global && a->port_num == 1 && a->grh.sgid_index <= 1 &&
-	       memcmp(a->grh.dgid.raw, v4, sizeof(v4)) == 0;
+	if (!a->is_global || a->port_num != 1 || a->grh.sgid_index > 1)
+		return false;
+	/* GID 1 (IPv4) to IPv4-mapped; GID 0 (link-local) to link-local. */
+	return a->grh.sgid_index == 1 ?
+	       memcmp(a->grh.dgid.raw, v4, sizeof(v4)) == 0 :
+	       memcmp(a->grh.dgid.raw, ll, sizeof(ll)) == 0;
 }
 
 struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)

@@ -384,16 +384,27 @@ static void build_template(struct droce_qp *qp)
 	memcpy(t->src_mac, dev->mac.addr_bytes, 6);
 	t->has_vlan = dev->args.vlan_tci != 0;
 	t->vlan_tci = dev->args.vlan_tci;
-	t->ipv6 = false;
 	t->tos = qp->ah.grh.traffic_class;
 	/* Linux resolves a RoCEv2 destination through its routing table and
 	 * uses the route's hop limit, whatever the GRH asked for (ibv_rc_pingpong
 	 * asks for 1): do as rxe does on the wire. */
 	t->ttl = 64;
 	t->frag_off = 0x4000;	/* DF: RoCE is never fragmented */
-	memcpy(t->src_ip, &dev->args.ip, 4);
-	memcpy(t->dst_ip, &qp->dst_ip, 4);
-	t->udp_sport = qp->udp_sport;
+	if (memcmp(qp->dst_gid.raw, dev->gid[1].raw, 12) == 0) {
+		memcpy(t->src_ip, &dev->args.ip, 4);
+		memcpy(t->dst_ip, &qp->dst_gid.raw[12], 4);
+	} else {
+		/* RoCEv2 over IPv6, from our link-local GID (index 0). */
+		t->ipv6 = true;
+		memcpy(t->src_ip, dev->gid[0].raw, 16);
+		memcpy(t->dst_ip, qp->dst_gid.raw, 16);
+		t->flow_label = qp->ah.grh.flow_label & 0xfffff;
+	}
+	/* A flow label, when given, is the flow's entropy (as rdma-core's
+	 * ibv_flow_label_to_udp_sport); else the QP's own. */
+	t->udp_sport = qp->ah.grh.flow_label ?
+		       ibv_flow_label_to_udp_sport(qp->ah.grh.flow_label) :
+		       qp->udp_sport;
 	t->udp_dport = ROCE_UDP_DPORT;
 	t->pkey = ROCE_DEFAULT_PKEY;
 	t->dest_qp = qp->dest_qpn;
@@ -438,7 +449,7 @@ static void modify_apply(void *arg)
 		qp->rnr_retry = a->rnr_retry;
 	if (m & IBV_QP_AV) {
 		qp->ah = a->ah_attr;
-		memcpy(&qp->dst_ip, &a->ah_attr.grh.dgid.raw[12], 4);
+		qp->dst_gid = a->ah_attr.grh.dgid;
 	}
 	if (j->new == IBV_QPS_RTR && j->old != IBV_QPS_RTR) {
 		qp->resp_epsn = qp->rq_psn;
@@ -470,10 +481,15 @@ static bool av_ok(struct droce_dev *dev, const struct ibv_ah_attr *ah)
 	};
 
 	(void)dev;
-	/* RoCE needs a GRH; droce speaks RoCEv2 over IPv4 here. */
+	static const uint8_t ll_prefix[8] = { 0xfe, 0x80 };
+
+	/* RoCE needs a GRH. RoCEv2 over IPv4 from GID 1 to an IPv4-mapped
+	 * GID, or over IPv6 from the link-local GID 0 to a link-local one. */
 	if (!ah->is_global || ah->port_num != 1 || ah->grh.sgid_index > 1)
 		return false;
-	return memcmp(ah->grh.dgid.raw, v4_prefix, 12) == 0;
+	if (ah->grh.sgid_index == 1)
+		return memcmp(ah->grh.dgid.raw, v4_prefix, 12) == 0;
+	return memcmp(ah->grh.dgid.raw, ll_prefix, 8) == 0;
 }
 
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)

@@ -8,6 +8,7 @@
 #define ETH_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
@@ -112,10 +113,23 @@ int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
 /* eth_arp.c */
 /* An ARP frame whose ARP header starts at off (after any VLAN tag). */
 void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
-bool eth_neigh_resolve(struct droce_dev *dev, uint32_t ip,
+bool eth_neigh_resolve(struct droce_dev *dev, const uint8_t *gid,
 		       struct rte_ether_addr *mac, bool *failed);
 void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
-		     uint32_t ip, const struct rte_ether_addr *mac);
+		     const uint8_t *gid, const struct rte_ether_addr *mac);
+void eth_ndp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
+
+/* A GID as the L3 addresses of a roce_pkt (IPv4-mapped -> IPv4). */
+static inline void eth_gid_to_pkt(const uint8_t *g, bool *ipv6, uint8_t *ip)
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	*ipv6 = memcmp(g, v4, sizeof(v4)) != 0;
+	if (*ipv6)
+		memcpy(ip, g, 16);
+	else
+		memcpy(ip, g + 12, 4);
+}
 void eth_arp_timer(struct droce_dev *dev, uint64_t now);
 
 /* eth_req.c: requester */

@@ -18,8 +18,9 @@
 
 #define ETH_NB_DESC		1024
 #define ETH_RING_PAIR_SIZE	4096
-/* L3 bytes around a payload: IPv4 + UDP + BTH + largest ext header + ICRC */
-#define ETH_L3_OVERHEAD		(ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + \
+/* L3 bytes around a payload: IPv6 (the larger) + UDP + BTH + largest ext
+ * header + ICRC */
+#define ETH_L3_OVERHEAD		(ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + \
 				 ROCE_ATMETH_LEN + ROCE_ICRC_LEN)
 
 static struct rte_ring *pair_rings[DROCE_MAX_DEVS];

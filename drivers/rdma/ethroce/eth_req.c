@@ -34,7 +34,7 @@ struct wqe_view {
 	const struct droce_bind_seg *bind;	/* memory window bind */
 	uint32_t dqpn;		/* UD: from the address vector */
 	uint32_t qkey;
-	uint32_t dst_ip;
+	const uint8_t *dst_gid;
 };
 
 
@@ -65,7 +65,7 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 			return -1;
 		v->dqpn = be32toh(av->dqp_dct) & ROCE_QPN_MASK;
 		v->qkey = be32toh(av->key.qkey.qkey);
-		memcpy(&v->dst_ip, &av->rgid[12], 4);
+		v->dst_gid = av->rgid;
 		used = 1 + DROCE_UD_AV_SEGS;
 	} else switch (v->op) {
 	case MLX5_OPCODE_SEND:
@@ -297,7 +297,7 @@ static bool qp_resolve(struct droce_qp *qp)
 	struct rte_ether_addr mac;
 	bool failed;
 
-	if (eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed)) {
+	if (eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed)) {
 		memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
 		qp->tmpl_ready = true;
 		eth_qp_arp_done(qp->eng, qp);
@@ -385,9 +385,9 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	bool failed;
 	uint8_t *pl;
 
-	if (!eth_neigh_resolve(qp->dev, v->dst_ip, &mac, &failed)) {
+	if (!eth_neigh_resolve(qp->dev, v->dst_gid, &mac, &failed)) {
 		/* Wait for (or fail on) this destination's MAC. */
-		qp->dst_ip = v->dst_ip;
+		memcpy(qp->dst_gid.raw, v->dst_gid, 16);
 		qp->tmpl_ready = false;
 		qp_resolve(qp);
 		return false;
@@ -398,7 +398,11 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 		return true;
 	}
 	memcpy(p.dst_mac, mac.addr_bytes, 6);
-	memcpy(p.dst_ip, &v->dst_ip, 4);
+	eth_gid_to_pkt(v->dst_gid, &p.ipv6, p.dst_ip);
+	if (p.ipv6)	/* from our link-local GID, as the AV's index 0 says */
+		memcpy(p.src_ip, qp->dev->gid[0].raw, 16);
+	else
+		memcpy(p.src_ip, &qp->dev->args.ip, 4);
 	p.dest_qp = v->dqpn;
 	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_UD, v->op == MLX5_OPCODE_SEND_IMM ?
 			       ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);

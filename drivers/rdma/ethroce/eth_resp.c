@@ -440,7 +440,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			struct rte_ether_addr mac;
 			bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed))
+			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
 				return;	/* the requester's MAC arrives with its packets */
 			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
 			qp->tmpl_ready = true;
@@ -494,7 +494,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			struct rte_ether_addr mac;
 			bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_ip, &mac, &failed))
+			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
 				return;
 			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
 			qp->tmpl_ready = true;
@@ -571,8 +571,10 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 		qp->dev->st.rx_no_recv++;
 		return;
 	}
+	/* IPv6: the GRH is the IPv6 header itself; IPv4: the last 20 bytes. */
 	memset(grh, 0, sizeof(grh));
-	if (eth_mbuf_copy(m, p->l3_off, grh + 20, 20))
+	if (p->ipv6 ? eth_mbuf_copy(m, p->l3_off, grh, 40) :
+		      eth_mbuf_copy(m, p->l3_off, grh + 20, 20))
 		return;
 	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge, 0,
 			      NULL, grh, 0, sizeof(grh));

@@ -103,6 +103,15 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 				dev->st.rx_not_roce++;	/* another VLAN's */
 			return;
 		}
+		/* IPv6 neighbour discovery: ICMPv6 (next header 58). */
+		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) &&
+		    m->data_len > off + 6 && frame[off + 6] == 58) {
+			if ((tci & 0xfff) == (dev->args.vlan_tci & 0xfff))
+				eth_ndp_rx(dev, m, off);
+			else
+				dev->st.rx_not_roce++;
+			return;
+		}
 	}
 	ret = roce_parse(frame, m->data_len, m->pkt_len, &p);
 	if (ret == ROCE_ERR_NOT_ROCE) {
@@ -113,7 +122,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_malformed++;
 		return;
 	}
-	if (unlikely(p.ipv6 || memcmp(p.dst_ip, &dev->args.ip, 4) != 0 ||
+	if (unlikely((p.ipv6 ? memcmp(p.dst_ip, dev->gid[0].raw, 16) :
+			       memcmp(p.dst_ip, &dev->args.ip, 4)) != 0 ||
 		     (p.has_vlan ? p.vlan_tci & 0xfff : 0) !=
 		     (dev->args.vlan_tci & 0xfff))) {
 		dev->st.rx_not_roce++;	/* not for this port (or its VLAN) */
@@ -133,11 +143,14 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	}
 	/* A QP still waiting for its peer's MAC learns it from the peer. */
 	if (unlikely(!qp->tmpl_ready)) {
-		uint32_t sip;
+		uint8_t g[16] = { [10] = 0xff, [11] = 0xff };
 
-		memcpy(&sip, p.src_ip, 4);
-		if (sip == qp->dst_ip)
-			eth_neigh_learn(eng, dev, sip,
+		if (p.ipv6)
+			memcpy(g, p.src_ip, 16);
+		else
+			memcpy(&g[12], p.src_ip, 4);
+		if (memcmp(g, qp->dst_gid.raw, 16) == 0)
+			eth_neigh_learn(eng, dev, g,
 					(const struct rte_ether_addr *)p.src_mac);
 	}
 	oi = roce_opcode_info(p.opcode);

@@ -50,7 +50,8 @@ void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 	DROCE_TRACE("tx", dev->args.name, p);
 	/* Two QPs of one device: the frame never leaves (the port could not
 	 * loop it back anyway); it is received on the next poll. */
-	if (unlikely(memcmp(p->dst_ip, &dev->args.ip, 4) == 0)) {
+	if (unlikely(p->ipv6 ? memcmp(p->dst_ip, dev->gid[0].raw, 16) == 0 :
+			       memcmp(p->dst_ip, &dev->args.ip, 4) == 0)) {
 		if (dev->loopq_len < ETH_LOOPQ_CAP) {
 			dev->loopq[dev->loopq_len++] = m;
 			dev->st.tx_pkts++;
