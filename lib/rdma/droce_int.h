@@ -269,6 +269,7 @@ enum droce_qp_flags {
 	DROCE_QPF_ON_TIMER = 1u << 5,
 	DROCE_QPF_REQ_STALL = 1u << 6,	/* a local error waits behind older WQEs */
 	DROCE_QPF_RESP_DEAD = 1u << 7,	/* a fatal NAK waits behind owed responses */
+	DROCE_QPF_LAST_WQE = 1u << 8,	/* IBV_EVENT_QP_LAST_WQE_REACHED sent */
 };
 
 struct droce_qp {

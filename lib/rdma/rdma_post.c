@@ -217,7 +217,9 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			/* The original value lands in 8 local bytes. */
 			for (i = 0; i < wr->num_sge; i++)
 				len += wr->sg_list[i].length;
-			if (unlikely(wr->num_sge < 1 || len < 8 ||
+			/* The result lands in the first SGE (one SGE of 8
+			 * bytes, as providers require). */
+			if (unlikely(wr->num_sge != 1 || len < 8 ||
 				     (wr->send_flags & IBV_SEND_INLINE))) {
 				err = EINVAL;
 				goto out;

@@ -208,6 +208,21 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	/* Operations the transport cannot carry (IBTA table 38), as mlx5. */
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    a->qp_type != IBV_QPT_RC &&
+	    (a->send_ops_flags & (IBV_QP_EX_WITH_RDMA_READ |
+				  IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+				  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+				  IBV_QP_EX_WITH_SEND_WITH_INV |
+				  (a->qp_type == IBV_QPT_UD ?
+				   IBV_QP_EX_WITH_RDMA_WRITE |
+				   IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+				   IBV_QP_EX_WITH_BIND_MW |
+				   IBV_QP_EX_WITH_LOCAL_INV : 0)))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	pd = container_of(a->pd, struct droce_pd, ibv);
 	qp = rte_zmalloc_socket("droce_qp", sizeof(*qp), RTE_CACHE_LINE_SIZE,
 				socket);

@@ -35,6 +35,7 @@ struct wqe_view {
 	uint32_t dqpn;		/* UD: from the address vector */
 	uint32_t qkey;
 	const uint8_t *dst_gid;
+	uint8_t tclass;
 };
 
 
@@ -66,6 +67,7 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 		v->dqpn = be32toh(av->dqp_dct) & ROCE_QPN_MASK;
 		v->qkey = be32toh(av->key.qkey.qkey);
 		v->dst_gid = av->rgid;
+		v->tclass = av->tclass;
 		used = 1 + DROCE_UD_AV_SEGS;
 	} else switch (v->op) {
 	case MLX5_OPCODE_SEND:
@@ -136,7 +138,9 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 		return -1;
 	v->length = (uint32_t)sum;
 	if (op_is_atomic(v->op)) {
-		if (sum < 8)
+		/* The result lands in the first SGE: it must hold 8 bytes, or
+		 * the WQE fails here, before the remote side executes it. */
+		if (v->nsge < 1 || be32toh(v->sge[0].byte_count) < 8)
 			return -1;
 		v->length = 8;	/* the result's size, whatever the SGEs hold */
 	}
@@ -398,6 +402,7 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 		return true;
 	}
 	memcpy(p.dst_mac, mac.addr_bytes, 6);
+	p.tos = v->tclass;	/* the AH's traffic class, per datagram */
 	eth_gid_to_pkt(v->dst_gid, &p.ipv6, p.dst_ip);
 	if (p.ipv6)	/* from our link-local GID, as the AV's index 0 says */
 		memcpy(p.src_ip, qp->dev->gid[0].raw, 16);
@@ -819,9 +824,14 @@ static void flush_rq(struct droce_qp *qp)
 	if (qp->resp_have_wqe && flush_recv(qp, qp->resp_wr_id))
 		qp->resp_have_wqe = false;
 	if (qp->srq) {
-		/* IBTA 11.6.3.1 (C11-?): the last WQE of an SRQ QP in error. */
-		droce_async_event(qp->ex.qp_base.context,
-				  IBV_EVENT_QP_LAST_WQE_REACHED, &qp->ex.qp_base);
+		/* IBTA 11.6.3.1: once per entry into the error state, the
+		 * last WQE of an SRQ QP is reached. */
+		if (!(qp->flags & DROCE_QPF_LAST_WQE)) {
+			qp->flags |= DROCE_QPF_LAST_WQE;
+			droce_async_event(qp->ex.qp_base.context,
+					  IBV_EVENT_QP_LAST_WQE_REACHED,
+					  &qp->ex.qp_base);
+		}
 		return;
 	}
 	pi = __atomic_load_n(&wq->db, __ATOMIC_ACQUIRE);
