@@ -811,6 +811,20 @@ enum ibv_fork_status ibv_is_fork_initialized(void)
 	return IBV_FORK_UNNEEDED;
 }
 
+/* UD multicast is not there yet; the symbols are, so that programs which
+ * reference them (perftest's send tests do) link and run. */
+int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)gid; (void)lid;
+	return qp ? EOPNOTSUPP : EINVAL;
+}
+
+int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)gid; (void)lid;
+	return qp ? EOPNOTSUPP : EINVAL;
+}
+
 const char *ibv_node_type_str(enum ibv_node_type node_type)
 {
 	static const char *const s[] = {
