@@ -39,7 +39,8 @@
 
 static const struct con_cmd *const groups_tbl[] = {
 	con_cmds_general, con_cmds_ports, con_cmds_objects, con_cmds_qp,
-	con_cmds_post, con_cmds_check, con_cmds_traffic, con_cmds_capture,
+	con_cmds_srq, con_cmds_ah, con_cmds_mw, con_cmds_post, con_cmds_events,
+	con_cmds_check, con_cmds_traffic, con_cmds_capture,
 };
 
 static const struct {
@@ -49,8 +50,12 @@ static const struct {
 	{ "general", "help, quit, echo, sleep, summary" },
 	{ "ports", "ports and devices: addresses, GIDs, attributes, counters, engines, port config" },
 	{ "objects", "create/destroy PDs, MRs (hugepage memory), CQs, QPs; MR contents" },
-	{ "qp", "QP state machine, connecting QPs, transport state" },
-	{ "post", "post send/recv work requests, poll completions" },
+	{ "qp", "QP state machine (RC, UC, UD), connecting QPs, transport state" },
+	{ "srq", "shared receive queues: create, limit, receives, state" },
+	{ "ah", "address handles: where UD sends go" },
+	{ "mw", "memory windows (type 1 and 2): allocate, show; bind with 'post bind_mw'" },
+	{ "post", "post send/recv work requests (RC, UC, UD; windows), poll completions" },
+	{ "events", "async events: show them, wait for one (scripts)" },
 	{ "check", "compare data, CRC32, values (a failed check fails the command)" },
 	{ "traffic", "continuous workloads with rates and latency percentiles" },
 	{ "capture", "write a port's traffic to a pcapng file" },
@@ -58,7 +63,8 @@ static const struct {
 
 /*
  * Verb shapes: "%s" a sub-command (choices from the tables), "%w" any
- * word, "%t" the rest of the line, "%h" help topics, "a|b" fixed choices.
+ * word, "%t" the rest of the line, "%h" help topics, "%e" async event
+ * types (cmd_events.c), "a|b" fixed choices.
  * The last token also takes the rest of the line.
  */
 static const struct {
@@ -73,13 +79,19 @@ static const struct {
 	{ "show %s", "show <what> (help show)" },
 	{ "clear %s", "clear stats [<dev>]" },
 	{ "port config %w ip|mtu", "port config <port> ip <a.b.c.d> | mtu <bytes>" },
-	{ "create %s", "create pd|mr|cq|qp ... (help objects)" },
-	{ "destroy %s", "destroy pd|mr|cq|qp <id> | all" },
+	{ "create %s", "create pd|mr|cq|qp|srq|ah|mw ... (help objects)" },
+	/* A more specific shape for TAB on the type; a line both match
+	 * goes to the dispatcher all the same. */
+	{ "create mw %w type1|type2", "create mw <pd> type1|type2" },
+	{ "destroy %s", "destroy pd|mr|cq|qp|srq|ah|mw <id> | all" },
 	{ "mr %s", "mr fill|dump|set|get ... (help objects)" },
 	{ "modify qp %w reset|init|rtr|rts|sqd|sqe|err", "modify qp <id> <state> [attr value]..." },
+	{ "modify srq %w limit", "modify srq <id> limit <n>" },
 	{ "connect qp %t", "connect qp <a> <b> | <a> remote <gid> <qpn> <psn>" },
 	{ "post %s", "post <op> <qp> [options] (help post)" },
+	{ "post srq recv %t", "post srq recv <srq> [options]" },
 	{ "poll cq %t", "poll cq <id> [count] [timeout-ms]" },
+	{ "wait event %e", "wait event <type>|any [timeout-ms] (help events)" },
 	{ "check %s", "check cmp|crc|value|pattern ... (help check)" },
 	{ "traffic %s", "traffic start|stop|show|watch (help traffic)" },
 	{ "capture %s", "capture start|stop|show (help capture)" },
@@ -303,6 +315,10 @@ int cli_init(void)
 			} else if (strcmp(w[k], "%h") == 0) {
 				fill_help_topics(t);
 				t->help = "topic";
+			} else if (strcmp(w[k], "%e") == 0) {
+				for (const char *const *e = events_names(); *e; e++)
+					add_choice(t, *e);
+				t->help = "event type";
 			} else {
 				/* literal choices: a private copy to cut up,
 				 * kept as long as the console runs */
@@ -517,7 +533,7 @@ static int cmd_help(int argc, char **argv)
 			printf("  %-9s %s\n", groups[i].name, groups[i].desc);
 		printf("help all: every command. TAB completes commands and fixed choices,\n"
 		       "'?' lists what may come next; arrows browse the history.\n"
-		       "Ids: dev N (a droce device), port N (an ethdev port), pd/mr/cq/qp N\n"
+		       "Ids: dev N (a droce device), port N (an ethdev port), pd/mr/cq/qp/srq/ah/mw N\n"
 		       "(the console's own ids). Numbers: decimal or 0x..; sizes take k/m/g.\n");
 		return 0;
 	}
@@ -612,20 +628,29 @@ static int cmd_summary(int argc, char **argv)
 	if (argc)
 		return con_err("summary takes no arguments");
 	printf("==================== summary ====================\n");
-	printf("  %-10s %-22s %9s %10s %7s %10s  %s\n", "operation", "verbs", "posted",
-	       "completed", "errors", "largest-B", "result");
-	for (int op = 0; op < CON_OP_MAX; op++) {
-		bool ok;
+	printf("  %-10s %-3s %-22s %9s %10s %7s %10s  %s\n", "operation", "qp", "verbs",
+	       "posted", "completed", "errors", "largest-B", "result");
+	for (int op = 0; op < CON_OP_MAX; op++)
+		for (int tr = 0; tr < CON_TR_MAX; tr++) {
+			bool ok;
 
-		if (!t->posted[op] && !t->ok[op] && !t->err[op])
-			continue;
-		used++;
-		ok = t->err[op] == 0 && t->ok[op] > 0;
-		printf("  %-10s %-22s %9" PRIu64 " %10" PRIu64 " %7" PRIu64 " %10" PRIu64 "  %s\n",
-		       con_ops[op].name, con_ops[op].verbs, t->posted[op], t->ok[op], t->err[op],
-		       t->max_len[op], ok ? "ok" : t->err[op] ? "ERRORS" : "no completion seen");
-		errs += t->err[op];
-	}
+			uint64_t x = t->expected[op][tr];
+			char xs[40] = "";
+
+			if (!t->posted[op][tr] && !t->ok[op][tr] && !t->err[op][tr] && !x)
+				continue;
+			used++;
+			ok = t->err[op][tr] == 0 && (t->ok[op][tr] > 0 || x > 0);
+			if (x)
+				snprintf(xs, sizeof(xs), ", %" PRIu64 " expected error%s", x,
+					 x == 1 ? "" : "s");
+			printf("  %-10s %-3s %-22s %9" PRIu64 " %10" PRIu64 " %7" PRIu64 " %10" PRIu64 "  %s%s\n",
+			       con_ops[op].name, con_tr_names[tr], con_ops[op].verbs,
+			       t->posted[op][tr], t->ok[op][tr], t->err[op][tr],
+			       t->max_len[op][tr],
+			       ok ? "ok" : t->err[op][tr] ? "ERRORS" : "no completion seen", xs);
+			errs += t->err[op][tr];
+		}
 	if (!used)
 		printf("  (nothing posted)\n");
 	if (t->other_ok || t->other_err)
@@ -719,6 +744,12 @@ static const char *choice_help(const char *buf, const char *choice)
 		for (const struct con_cmd *c = groups_tbl[gi]; c->name; c++)
 			if (strcmp(c->name, full) == 0)
 				return c->help;
+	/* a word that starts longer commands ("post srq" recv): the first's */
+	l = strlen(full);
+	for (size_t gi = 0; gi < RTE_DIM(groups_tbl); gi++)
+		for (const struct con_cmd *c = groups_tbl[gi]; c->name; c++)
+			if (strncmp(c->name, full, l) == 0 && c->name[l] == ' ')
+				return c->help;
 	if (n == 0 || strncmp(buf, "help", 4) == 0) {
 		for (size_t i = 0; i < RTE_DIM(groups); i++)
 			if (strcmp(groups[i].name, choice) == 0)
@@ -736,23 +767,40 @@ static const char *choice_help(const char *buf, const char *choice)
 static int rl_complete(struct rdline *rdl, const char *buf, char *dst,
 		       unsigned int size, int *state)
 {
+	/* Choices listed so far: two shapes may offer the same word
+	 * ("create %s" and "create mw ..."), list it once. */
+	static char seen[CLI_MAX_CHOICES][CLI_WORD];
+	static int nseen;
 	int ret;
 
 	(void)rdl;
-	ret = cmdline_complete(cli_cl, buf, state, dst, size);
-	/* Listing ('?' or TAB on several choices): cmdline gives
-	 * "choice [token help]: instance help"; show the choice and what it
-	 * does instead. */
-	if (ret == CMDLINE_PARSE_COMPLETE_AGAIN && dst[0] != '[' && size > 16) {
+	if (*state == 0)
+		nseen = 0;
+	for (;;) {
 		char choice[CLI_WORD];
 		const char *h;
-		size_t k = strcspn(dst, " [");
+		size_t k;
+		int i;
 
+		ret = cmdline_complete(cli_cl, buf, state, dst, size);
+		/* Listing ('?' or TAB on several choices): cmdline gives
+		 * "choice [token help]: instance help"; show the choice and
+		 * what it does instead. */
+		if (ret != CMDLINE_PARSE_COMPLETE_AGAIN || dst[0] == '[' || size <= 16)
+			return ret;
+		k = strcspn(dst, " [");
 		snprintf(choice, sizeof(choice), "%.*s", (int)k, dst);
+		for (i = 0; i < nseen; i++)
+			if (strcmp(seen[i], choice) == 0)
+				break;
+		if (i < nseen)
+			continue;	/* listed already */
+		if (nseen < CLI_MAX_CHOICES)
+			snprintf(seen[nseen++], CLI_WORD, "%s", choice);
 		h = choice_help(buf, choice);
 		snprintf(dst, size, "%-14s %.*s%s", choice, 62, h, strlen(h) > 62 ? "..." : "");
+		return ret;
 	}
-	return ret;
 }
 
 /* Feed chars to rdline; returns -1 when the console should leave. */

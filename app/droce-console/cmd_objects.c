@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Objects: PDs, MRs (in hugepage memory from rte_zmalloc, filled with a
- * pattern), CQs and QPs; their creation, destruction and display, and the
- * contents of MRs.
+ * pattern), CQs and QPs (RC, UC, UD; with their own receive queue or an
+ * SRQ); their creation, destruction and display, and the contents of MRs.
+ * SRQs, address handles and memory windows have their own files; "destroy
+ * all" and "show objects" cover them too.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,7 +19,7 @@
 
 #define MR_MAX_SIZE	(1ull << 30)
 
-static int free_id(bool (*used)(int), int max)
+int con_free_id(bool (*used)(int), int max)
 {
 	for (int i = 0; i < max; i++)
 		if (!used(i))
@@ -43,7 +45,7 @@ static int create_pd(int argc, char **argv)
 	dev = con_get_dev("create pd", argv[0], &d);
 	if (dev == NULL)
 		return -1;
-	id = free_id(pd_used, CON_MAX_PD);
+	id = con_free_id(pd_used, CON_MAX_PD);
 	if (id < 0)
 		return con_err("create pd: the console holds %d PDs at most", CON_MAX_PD);
 	pd = ibv_alloc_pd(dev->ctx);
@@ -62,7 +64,8 @@ static int create_mr(int argc, char **argv)
 	const char *cmd = "create mr";
 	struct con_pattern pat = { .kind = 0 };
 	unsigned int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			      IBV_ACCESS_MW_BIND;
 	uint64_t size;
 	struct con_pd *pd;
 	struct ibv_mr *mr;
@@ -71,7 +74,7 @@ static int create_mr(int argc, char **argv)
 	char acc[64], fill[40];
 
 	if (argc < 2)
-		return con_err("create mr: usage: create mr <pd> <size> [access <lw,rw,rr,ra|all|local|none>] [fill zero|inc|random <seed>|byte <x>]");
+		return con_err("create mr: usage: create mr <pd> <size> [access <lw,rw,rr,ra,mw|all|local|none>] [fill zero|inc|random <seed>|byte <x>]");
 	pd = con_get_pd(cmd, argv[0], &pdi);
 	if (pd == NULL)
 		return -1;
@@ -82,7 +85,7 @@ static int create_mr(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "access") == 0) {
 			if (i + 1 >= argc || con_access_parse(argv[i + 1], &access))
-				return con_err("create mr: access takes a comma list of lw,rw,rr,ra, or all|local|none");
+				return con_err("create mr: access takes a comma list of lw,rw,rr,ra,mw, or all|local|none");
 			i++;
 		} else if (strcmp(argv[i], "fill") == 0) {
 			int n = con_pattern_parse(cmd, argc - i - 1, argv + i + 1, &pat);
@@ -95,7 +98,7 @@ static int create_mr(int argc, char **argv)
 				       argv[i]);
 		}
 	}
-	id = free_id(mr_used, CON_MAX_MR);
+	id = con_free_id(mr_used, CON_MAX_MR);
 	if (id < 0)
 		return con_err("create mr: the console holds %d MRs at most", CON_MAX_MR);
 	socket = rte_eth_dev_socket_id(g.devs[pd->dev].port);
@@ -139,7 +142,7 @@ static int create_cq(int argc, char **argv)
 		return -1;
 	if (argc == 2 && con_arg_size("create cq", "size", argv[1], &size, INT32_MAX))
 		return -1;
-	id = free_id(cq_used, CON_MAX_CQ);
+	id = con_free_id(cq_used, CON_MAX_CQ);
 	if (id < 0)
 		return con_err("create cq: the console holds %d CQs at most", CON_MAX_CQ);
 	cq = ibv_create_cq(dev->ctx, (int)size, NULL, NULL, 0);
@@ -179,19 +182,26 @@ static int qp_type_by_name(const char *s)
 	return -1;
 }
 
+#define QP_USAGE "create qp <pd> <cq> [rcq <cq>] [type rc|uc|ud] [qkey <k>] [srq <srq>] [sq <n>] [rq <n>] " \
+		 "[sge <n>] [rsge <n>] [inline <n>] [psn <n>] [sig_all]"
+
 static int create_qp(int argc, char **argv)
 {
 	const char *cmd = "create qp";
 	uint64_t sq = 256, rq = 256, sge = 4, rsge = 4, inl = 64, psn = 0;
-	const char *type = "rc", *rcq_s = NULL;
-	bool sig_all = false, psn_set = false;
+	uint64_t qkey = 0x11111111;
+	const char *type = "rc", *rcq_s = NULL, *srq_s = NULL;
+	bool sig_all = false, psn_set = false, qkey_set = false, rq_set = false;
+	bool rsge_set = false;
 	struct con_opt o[] = {
 		{ "rcq", OPT_STR, &rcq_s, NULL, 0 },
 		{ "type", OPT_STR, &type, NULL, 0 },
+		{ "qkey", OPT_U64, &qkey, &qkey_set, UINT32_MAX },
+		{ "srq", OPT_STR, &srq_s, NULL, 0 },
 		{ "sq", OPT_SIZE, &sq, NULL, DROCE_MAX_QP_WR },
-		{ "rq", OPT_SIZE, &rq, NULL, DROCE_MAX_QP_WR },
+		{ "rq", OPT_SIZE, &rq, &rq_set, DROCE_MAX_QP_WR },
 		{ "sge", OPT_U64, &sge, NULL, 64 },
-		{ "rsge", OPT_U64, &rsge, NULL, 64 },
+		{ "rsge", OPT_U64, &rsge, &rsge_set, 64 },
 		{ "inline", OPT_SIZE, &inl, NULL, 65536 },
 		{ "psn", OPT_U64, &psn, &psn_set, 0xffffff },
 		{ "sig_all", OPT_FLAG, &sig_all, NULL, 0 },
@@ -200,11 +210,13 @@ static int create_qp(int argc, char **argv)
 	struct ibv_qp_init_attr ia;
 	struct con_pd *pd;
 	struct con_cq *scq, *rcq;
+	struct con_srq *srq = NULL;
 	struct ibv_qp *qp;
-	int pdi, scqi, rcqi, id, t;
+	int pdi, scqi, rcqi, id, t, srqi = -1;
+	char extra[64] = "";
 
 	if (argc < 2)
-		return con_err("create qp: usage: create qp <pd> <cq> [rcq <cq>] [type rc] [sq <n>] [rq <n>] [sge <n>] [rsge <n>] [inline <n>] [psn <n>] [sig_all]");
+		return con_err("create qp: usage: " QP_USAGE);
 	pd = con_get_pd(cmd, argv[0], &pdi);
 	if (pd == NULL)
 		return -1;
@@ -223,19 +235,32 @@ static int create_qp(int argc, char **argv)
 			       scq->dev != pd->dev ? scq->dev : rcq->dev);
 	t = qp_type_by_name(type);
 	if (t < 0)
-		return con_err("create qp: type must be rc (uc, ud: when droce supports them)");
-	id = free_id(qp_used, CON_MAX_QP);
+		return con_err("create qp: type must be rc, uc or ud, not '%s'", type);
+	if (qkey_set && t != IBV_QPT_UD)
+		return con_err("create qp: qkey is for UD QPs (type ud)");
+	if (srq_s) {
+		srq = con_get_srq(cmd, srq_s, &srqi);
+		if (srq == NULL)
+			return -1;
+		if (con_pd_dev(srq->pd) != pd->dev)
+			return con_err("create qp: srq %d is on dev %d, pd %d on dev %d: one device",
+				       srqi, con_pd_dev(srq->pd), pdi, pd->dev);
+		if (rq_set || rsge_set)
+			return con_err("create qp: with an SRQ the QP has no receive queue of its own (no rq/rsge)");
+	}
+	id = con_free_id(qp_used, CON_MAX_QP);
 	if (id < 0)
 		return con_err("create qp: the console holds %d QPs at most", CON_MAX_QP);
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = scq->cq;
 	ia.recv_cq = rcq->cq;
+	ia.srq = srq ? srq->srq : NULL;
 	ia.qp_type = (enum ibv_qp_type)t;
 	ia.sq_sig_all = sig_all;
 	ia.cap.max_send_wr = (uint32_t)sq;
-	ia.cap.max_recv_wr = (uint32_t)rq;
+	ia.cap.max_recv_wr = srq ? 0 : (uint32_t)rq;
 	ia.cap.max_send_sge = (uint32_t)sge;
-	ia.cap.max_recv_sge = (uint32_t)rsge;
+	ia.cap.max_recv_sge = srq ? 0 : (uint32_t)rsge;
 	ia.cap.max_inline_data = (uint32_t)inl;
 	qp = ibv_create_qp(pd->pd, &ia);
 	if (qp == NULL) {
@@ -244,20 +269,27 @@ static int create_qp(int argc, char **argv)
 		return con_err("create qp: ibv_create_qp(%s, sq %" PRIu64 ", rq %" PRIu64
 			       ", sge %" PRIu64 "/%" PRIu64 ", inline %" PRIu64 "): %s%s",
 			       type, sq, rq, sge, rsge, inl, strerror(e),
-			       e == EOPNOTSUPP ? " (droce supports RC QPs only, so far)" :
+			       e == EOPNOTSUPP ? " (droce supports RC, UC and UD QPs)" :
 			       e == EINVAL ? " (limits: 16384 WRs, 16 SGEs, 512 B inline)" : "");
 	}
 	g.qps[id] = (struct con_qp){
 		.used = true, .pd = pdi, .scq = scqi, .rcq = rcqi, .qp = qp,
+		.srq = srqi, .type = (enum ibv_qp_type)t, .qkey = (uint32_t)qkey,
 		.psn = psn_set ? (uint32_t)psn : initial_psn(pd->dev, qp->qp_num),
 		.peer = -1,
 	};
+	if (t == IBV_QPT_UD)
+		snprintf(extra, sizeof(extra), ", qkey 0x%08" PRIx64, qkey);
+	if (srq)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+			 ", receives from srq %d", srqi);
 	printf("qp %d created: QPN 0x%06x on dev %d (%s), %s, pd %d, send cq %d, recv cq %d,"
-	       " caps sq %u rq %u sge %u/%u inline %u, psn 0x%06x, state RESET\n",
-	       id, qp->qp_num, pd->dev, g.devs[pd->dev].dev->args.name, type, pdi,
+	       " caps sq %u rq %u sge %u/%u inline %u, psn 0x%06x%s, state RESET\n",
+	       id, qp->qp_num, pd->dev, g.devs[pd->dev].dev->args.name,
+	       con_qp_type_str((enum ibv_qp_type)t), pdi,
 	       scqi, rcqi, ia.cap.max_send_wr, ia.cap.max_recv_wr,
 	       ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data,
-	       g.qps[id].psn);
+	       g.qps[id].psn, extra);
 	return 0;
 }
 
@@ -289,6 +321,20 @@ static int destroy_mr_id(int id)
 	if (m->busy)
 		return con_err("destroy mr: mr %d is used by traffic (traffic stop first)", id);
 	ret = ibv_dereg_mr(m->mr);
+	if (ret == EBUSY) {
+		for (int i = 0; i < CON_MAX_MW; i++) {
+			const struct droce_mr *w;
+
+			if (!g.mws[i].used)
+				continue;
+			w = container_of(g.mws[i].mw, struct droce_mr, ibv_mw);
+			if (__atomic_load_n(&w->valid, __ATOMIC_RELAXED) &&
+			    __atomic_load_n(&w->parent, __ATOMIC_RELAXED) ==
+			    container_of(m->mr, struct droce_mr, ibv))
+				return con_err("destroy mr %d: mw %d is bound to it (invalidate it with "
+					       "post local_inv, or destroy mw %d)", id, i, i);
+		}
+	}
 	if (ret)
 		return con_err("destroy mr %d: ibv_dereg_mr: %s", id, strerror(ret));
 	rte_free(m->buf);
@@ -326,6 +372,18 @@ static int destroy_pd_id(int id)
 	for (int i = 0; i < CON_MAX_MR; i++)
 		if (g.mrs[i].used && g.mrs[i].pd == id)
 			return con_err("destroy pd: pd %d is used by mr %d (destroy it first)",
+				       id, i);
+	for (int i = 0; i < CON_MAX_SRQ; i++)
+		if (g.srqs[i].used && g.srqs[i].pd == id)
+			return con_err("destroy pd: pd %d is used by srq %d (destroy it first)",
+				       id, i);
+	for (int i = 0; i < CON_MAX_AH; i++)
+		if (g.ahs[i].used && g.ahs[i].pd == id)
+			return con_err("destroy pd: pd %d is used by ah %d (destroy it first)",
+				       id, i);
+	for (int i = 0; i < CON_MAX_MW; i++)
+		if (g.mws[i].used && g.mws[i].pd == id)
+			return con_err("destroy pd: pd %d is used by mw %d (destroy it first)",
 				       id, i);
 	ret = ibv_dealloc_pd(g.pds[id].pd);
 	if (ret)
@@ -365,6 +423,21 @@ static int destroy_all(int argc, char **argv)
 			fails += destroy_qp_id(i) != 0;
 			n++;
 		}
+	for (int i = 0; i < CON_MAX_MW; i++)
+		if (g.mws[i].used) {
+			fails += mw_destroy_id(i) != 0;
+			n++;
+		}
+	for (int i = 0; i < CON_MAX_AH; i++)
+		if (g.ahs[i].used) {
+			fails += ah_destroy_id(i) != 0;
+			n++;
+		}
+	for (int i = 0; i < CON_MAX_SRQ; i++)
+		if (g.srqs[i].used) {
+			fails += srq_destroy_id(i) != 0;
+			n++;
+		}
 	for (int i = 0; i < CON_MAX_MR; i++)
 		if (g.mrs[i].used) {
 			fails += destroy_mr_id(i) != 0;
@@ -390,6 +463,15 @@ void objects_destroy_all(void)
 	for (int i = 0; i < CON_MAX_QP; i++)
 		if (g.qps[i].used && ibv_destroy_qp(g.qps[i].qp) == 0)
 			g.qps[i].used = false;
+	for (int i = 0; i < CON_MAX_MW; i++)
+		if (g.mws[i].used && ibv_dealloc_mw(g.mws[i].mw) == 0)
+			g.mws[i].used = false;
+	for (int i = 0; i < CON_MAX_AH; i++)
+		if (g.ahs[i].used && ibv_destroy_ah(g.ahs[i].ah) == 0)
+			g.ahs[i].used = false;
+	for (int i = 0; i < CON_MAX_SRQ; i++)
+		if (g.srqs[i].used && ibv_destroy_srq(g.srqs[i].srq) == 0)
+			g.srqs[i].used = false;
 	for (int i = 0; i < CON_MAX_MR; i++)
 		if (g.mrs[i].used && ibv_dereg_mr(g.mrs[i].mr) == 0) {
 			rte_free(g.mrs[i].buf);
@@ -450,16 +532,24 @@ void objects_print_qp_line(int i)
 	const struct con_qp *q = &g.qps[i];
 	const struct droce_qp *dq = droce_qp_of(q->qp);
 	enum ibv_qp_state st = __atomic_load_n(&dq->state, __ATOMIC_ACQUIRE);
-	char peer[96] = "not connected";
+	char peer[96] = "not connected", srq[24] = "";
 
-	if (q->peer >= 0)
+	if (q->type == IBV_QPT_UD && st == IBV_QPS_RESET)
+		snprintf(peer, sizeof(peer), "qkey 0x%08x at init", q->qkey);
+	else if (q->type == IBV_QPT_UD)
+		snprintf(peer, sizeof(peer), "qkey 0x%08x",
+			 __atomic_load_n(&dq->qkey, __ATOMIC_RELAXED));
+	else if (q->peer >= 0)
 		snprintf(peer, sizeof(peer), "peer qp %d (QPN 0x%06x)", q->peer,
 			 g.qps[q->peer].used ? g.qps[q->peer].qp->qp_num : 0);
 	else if (q->remote)
 		snprintf(peer, sizeof(peer), "remote QPN 0x%06x", q->rqpn);
-	printf("qp %-3d QPN 0x%06x dev %d (%s)  %-5s pd %d  cq %d/%d  %s%s\n", i,
-	       q->qp->qp_num, con_qp_dev(q), g.devs[con_qp_dev(q)].dev->args.name,
-	       con_qp_state_str(st), q->pd, q->scq, q->rcq, peer,
+	if (q->srq >= 0)
+		snprintf(srq, sizeof(srq), "  srq %d", q->srq);
+	printf("qp %-3d QPN 0x%06x %s dev %d (%s)  %-5s pd %d  cq %d/%d%s  %s%s\n", i,
+	       q->qp->qp_num, con_qp_type_str(q->type), con_qp_dev(q),
+	       g.devs[con_qp_dev(q)].dev->args.name,
+	       con_qp_state_str(st), q->pd, q->scq, q->rcq, srq, peer,
 	       q->busy ? "  [traffic]" : "");
 }
 
@@ -485,9 +575,24 @@ static int show_objects(int argc, char **argv)
 			print_cq(i);
 			n++;
 		}
+	for (int i = 0; i < CON_MAX_SRQ; i++)
+		if (g.srqs[i].used) {
+			srq_print(i);
+			n++;
+		}
 	for (int i = 0; i < CON_MAX_QP; i++)
 		if (g.qps[i].used) {
 			objects_print_qp_line(i);
+			n++;
+		}
+	for (int i = 0; i < CON_MAX_AH; i++)
+		if (g.ahs[i].used) {
+			ah_print(i);
+			n++;
+		}
+	for (int i = 0; i < CON_MAX_MW; i++)
+		if (g.mws[i].used) {
+			mw_print(i);
 			n++;
 		}
 	if (n == 0)
@@ -684,16 +789,17 @@ static int mr_get(int argc, char **argv)
 
 const struct con_cmd con_cmds_objects[] = {
 	{ "objects", "create pd", "<dev>", "allocate a protection domain on a device", create_pd },
-	{ "objects", "create mr", "<pd> <size> [access <lw,rw,rr,ra|all|local|none>] [fill zero|inc|random <seed>|byte <x>]",
-	  "register hugepage memory (rte_zmalloc) filled with a pattern; default access all, fill zero", create_mr },
+	{ "objects", "create mr", "<pd> <size> [access <lw,rw,rr,ra,mw|all|local|none>] [fill zero|inc|random <seed>|byte <x>]",
+	  "register hugepage memory (rte_zmalloc) filled with a pattern; default access all (mw: windows may be bound), fill zero", create_mr },
 	{ "objects", "create cq", "<dev> [<size>]", "completion queue (default 1024 entries)", create_cq },
-	{ "objects", "create qp", "<pd> <cq> [rcq <cq>] [type rc] [sq <n>] [rq <n>] [sge <n>] [rsge <n>] [inline <n>] [psn <n>] [sig_all]",
-	  "queue pair (default RC, sq/rq 256, 4 SGEs, 64 B inline; the recv CQ defaults to <cq>)", create_qp },
+	{ "objects", "create qp", "<pd> <cq> [rcq <cq>] [type rc|uc|ud] [qkey <k>] [srq <srq>] [sq <n>] [rq <n>] [sge <n>] [rsge <n>] [inline <n>] [psn <n>] [sig_all]",
+	  "queue pair (default RC, sq/rq 256, 4 SGEs, 64 B inline; the recv CQ defaults to <cq>). UD: qkey (default 0x11111111) "
+	  "is what 'modify qp <id> init' sets. srq: receives come from that SRQ", create_qp },
 	{ "objects", "destroy pd", "<id>", "deallocate a PD (no MR or QP may use it)", destroy_pd },
 	{ "objects", "destroy mr", "<id>", "deregister an MR and free its memory", destroy_mr },
 	{ "objects", "destroy cq", "<id>", "destroy a CQ (no QP may use it)", destroy_cq },
 	{ "objects", "destroy qp", "<id>", "destroy a QP", destroy_qp },
-	{ "objects", "destroy all", "", "destroy every object (QPs, MRs, CQs, PDs)", destroy_all },
+	{ "objects", "destroy all", "", "destroy every object (QPs, MWs, AHs, SRQs, MRs, CQs, PDs)", destroy_all },
 	{ "objects", "show objects", "", "every object with its state", show_objects },
 	{ "objects", "show pd", "[<id>]", "PDs", show_pd },
 	{ "objects", "show mr", "[<id>]", "MRs: address, length, keys, access, fill", show_mr },

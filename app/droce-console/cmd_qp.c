@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * QPs: the state machine (modify qp with the attributes each transition
- * needs, defaulted or given), connecting two local QPs or one to a remote
- * endpoint, and the transport state as the engine sees it.
+ * needs for the QP's transport, defaulted or given), connecting two local
+ * RC or UC QPs or one to a remote endpoint (UD QPs are not connected: each
+ * send names its destination), and the transport state as the engine sees
+ * it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,14 +45,22 @@ static void mask_str(int mask, char *buf, size_t len)
 					      n ? "|" : "", mask_names[i].name);
 }
 
-static const char *needs(enum ibv_qp_state from, enum ibv_qp_state to)
+static const char *needs(enum ibv_qp_type t, enum ibv_qp_state from,
+			 enum ibv_qp_state to)
 {
 	if (from == IBV_QPS_RESET && to == IBV_QPS_INIT)
-		return "RESET->INIT needs pkey, port, access";
+		return t == IBV_QPT_UD ? "UD RESET->INIT needs pkey, port, qkey (no access)" :
+		       "RESET->INIT needs pkey, port, access";
 	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR)
-		return "INIT->RTR needs av (dgid), mtu, dqpn, rq_psn, max_dest_rd_atomic, min_rnr_timer";
+		return t == IBV_QPT_UD ? "UD INIT->RTR needs nothing (qkey, pkey optional; no address: "
+					 "each send names its destination)" :
+		       t == IBV_QPT_UC ? "UC INIT->RTR needs av (dgid), mtu, dqpn, rq_psn (nothing about "
+					 "reads or RNR)" :
+		       "INIT->RTR needs av (dgid), mtu, dqpn, rq_psn, max_dest_rd_atomic, min_rnr_timer";
 	if (from == IBV_QPS_RTR && to == IBV_QPS_RTS)
-		return "RTR->RTS needs sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic";
+		return t == IBV_QPT_RC ? "RTR->RTS needs sq_psn, timeout, retry_cnt, rnr_retry, max_rd_atomic" :
+		       t == IBV_QPT_UD ? "UD RTR->RTS needs sq_psn (qkey optional)" :
+		       "UC RTR->RTS needs sq_psn (no timeout, retries or reads)";
 	return "valid: RESET->INIT->RTR->RTS, RTS<->SQD, SQE->RTS, any->RESET|ERR";
 }
 
@@ -97,14 +107,36 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 	int ret;
 
 	a.qp_state = to;
-	if (!m->nodefaults) {
+	if (!m->nodefaults && q->type == IBV_QPT_UD) {
+		/* UD: a Q_Key instead of access rights and an address; the
+		 * other transitions need nothing but the send PSN. */
+		if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+			if (!(mask & IBV_QP_PKEY_INDEX))
+				a.pkey_index = 0;
+			if (!(mask & IBV_QP_PORT))
+				a.port_num = 1;
+			if (!(mask & IBV_QP_QKEY))
+				a.qkey = q->qkey;
+			mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+			if (!(mask & IBV_QP_SQ_PSN))
+				a.sq_psn = q->psn;
+			mask |= IBV_QP_SQ_PSN;
+		}
+		if (m->peer >= 0 || (mask & (IBV_QP_AV | IBV_QP_DEST_QPN)))
+			return con_err("modify qp %d: qp %d is UD: it has no peer or destination "
+				       "(each send names one: post send %d ah <id> qpn <n>)", id, id, id);
+	} else if (!m->nodefaults) {
+		bool uc = q->type == IBV_QPT_UC;
+
 		if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
 			if (!(mask & IBV_QP_PKEY_INDEX))
 				a.pkey_index = 0;
 			if (!(mask & IBV_QP_PORT))
 				a.port_num = 1;
 			if (!(mask & IBV_QP_ACCESS_FLAGS))
-				a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				a.qp_access_flags = uc ? IBV_ACCESS_REMOTE_WRITE :
+						    IBV_ACCESS_REMOTE_WRITE |
 						    IBV_ACCESS_REMOTE_READ |
 						    IBV_ACCESS_REMOTE_ATOMIC;
 			mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -143,14 +175,18 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 				a.path_mtu = (enum ibv_mtu)default_mtu(q, peer);
 				mask |= IBV_QP_PATH_MTU;
 			}
-			if (!(mask & IBV_QP_MAX_DEST_RD_ATOMIC)) {
+			if (!(mask & IBV_QP_MAX_DEST_RD_ATOMIC) && !uc) {
 				a.max_dest_rd_atomic = DROCE_MAX_RD_ATOMIC;
 				mask |= IBV_QP_MAX_DEST_RD_ATOMIC;
 			}
-			if (!(mask & IBV_QP_MIN_RNR_TIMER)) {
+			if (!(mask & IBV_QP_MIN_RNR_TIMER) && !uc) {
 				a.min_rnr_timer = 12;
 				mask |= IBV_QP_MIN_RNR_TIMER;
 			}
+		} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS && uc) {
+			if (!(mask & IBV_QP_SQ_PSN))
+				a.sq_psn = q->psn;
+			mask |= IBV_QP_SQ_PSN;
 		} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
 			if (!(mask & IBV_QP_SQ_PSN))
 				a.sq_psn = q->psn;
@@ -171,7 +207,7 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 	if (ret)
 		return con_err("modify qp %d: %s -> %s failed: %s (attr mask %s; %s)", id,
 			       con_qp_state_str(from), con_qp_state_str(to),
-			       strerror(ret), ms, needs(from, to));
+			       strerror(ret), ms, needs(q->type, from, to));
 	if (to == IBV_QPS_RTR || (mask & (IBV_QP_AV | IBV_QP_DEST_QPN))) {
 		if (m->peer >= 0) {
 			q->peer = m->peer;
@@ -187,6 +223,8 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 	}
 	if (mask & IBV_QP_SQ_PSN)
 		q->psn = a.sq_psn & 0xffffff;
+	if (mask & IBV_QP_QKEY)
+		q->qkey = a.qkey;
 	if (!m->quiet)
 		printf("qp %d: %s -> %s (%s)\n", id, con_qp_state_str(from),
 		       con_qp_state_str(to), ms);
@@ -199,7 +237,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 	m->peer = -1;
 	union ibv_gid dgid;
 	uint64_t sgid_index = 1, hop_limit = 64, tclass = 0;
-	bool av = false;
+	bool av = false, sgid_set = false;
 
 	for (int i = 0; i < argc; i++) {
 		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -217,6 +255,8 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 
 			if (con_access_parse(v, &acc))
 				return con_err("%s: access takes a comma list of lw,rw,rr,ra, or all|none", cmd);
+			if (strcmp(v, "all") == 0)	/* MW_BIND is for regions */
+				acc &= ~(unsigned int)IBV_ACCESS_MW_BIND;
 			m->a.qp_access_flags = (int)acc;
 			m->mask |= IBV_QP_ACCESS_FLAGS;
 			continue;
@@ -271,6 +311,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 				{ "timeout", IBV_QP_TIMEOUT, UINT8_MAX },
 				{ "retry_cnt", IBV_QP_RETRY_CNT, UINT8_MAX },
 				{ "rnr_retry", IBV_QP_RNR_RETRY, UINT8_MAX },
+				{ "qkey", IBV_QP_QKEY, UINT32_MAX },
 				{ "sgid_index", 0, UINT8_MAX },
 				{ "hop_limit", 0, UINT8_MAX },
 				{ "traffic_class", 0, UINT8_MAX },
@@ -281,7 +322,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 				if (strcmp(k, num[n].name) == 0)
 					break;
 			if (n == RTE_DIM(num))
-				return con_err("%s: unknown attribute '%s' (pkey port access mtu dqpn dgid sgid_index hop_limit "
+				return con_err("%s: unknown attribute '%s' (pkey port access qkey mtu dqpn dgid sgid_index hop_limit "
 					       "traffic_class rq_psn sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer "
 					       "timeout retry_cnt rnr_retry cur_state peer nodefaults)", cmd, k);
 			if (con_arg_u64(cmd, k, v, &x, num[n].max))
@@ -299,17 +340,22 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 			case IBV_QP_TIMEOUT: m->a.timeout = (uint8_t)x; break;
 			case IBV_QP_RETRY_CNT: m->a.retry_cnt = (uint8_t)x; break;
 			case IBV_QP_RNR_RETRY: m->a.rnr_retry = (uint8_t)x; break;
+			case IBV_QP_QKEY: m->a.qkey = (uint32_t)x; break;
 			default:
-				if (k[0] == 's')
+				if (k[0] == 's') {
 					sgid_index = x;
-				else if (k[0] == 'h')
+					sgid_set = true;
+				} else if (k[0] == 'h') {
 					hop_limit = x;
-				else
+				} else {
 					tclass = x;
+				}
 			}
 		}
 	}
 	if (av) {
+		if (!sgid_set && !con_gid_is_v4(&dgid))
+			sgid_index = 0;	/* link-local: RoCEv2 over IPv6 from GID 0 */
 		set_av(&m->a, &dgid, (uint8_t)sgid_index, (uint8_t)hop_limit,
 		       (uint8_t)tclass);
 		m->mask |= IBV_QP_AV;
@@ -384,6 +430,10 @@ static int connect_qp(int argc, char **argv)
 		return -1;
 	if (g.qps[a].busy)
 		return con_err("connect qp: qp %d is running traffic", a);
+	if (g.qps[a].type == IBV_QPT_UD)
+		return con_err("connect qp: qp %d is UD: datagrams have no connection. Bring it up with "
+			       "'modify qp %d init' (qkey), 'rtr', 'rts'; each send names its destination "
+			       "(post send %d ah <id> qpn <n> qkey <k>)", a, a, a);
 	if (strcmp(argv[1], "remote") == 0) {
 		union ibv_gid gid;
 		uint64_t qpn, psn;
@@ -416,6 +466,9 @@ static int connect_qp(int argc, char **argv)
 		return -1;
 	if (a == b)
 		return con_err("connect qp: a QP cannot be its own peer (loopback: use two QPs)");
+	if (g.qps[b].type != g.qps[a].type)
+		return con_err("connect qp: qp %d is %s but qp %d is %s: both ends speak one transport",
+			       a, con_qp_type_str(g.qps[a].type), b, con_qp_type_str(g.qps[b].type));
 	if (g.qps[b].busy)
 		return con_err("connect qp: qp %d is running traffic", b);
 	if (parse_mod(cmd, argc - 2, argv + 2, &m))
@@ -432,7 +485,8 @@ static int connect_qp(int argc, char **argv)
 	}
 	print_conn(a);
 	print_conn(b);
-	printf("qp %d <-> qp %d connected (RC, RESET -> INIT -> RTR -> RTS)\n", a, b);
+	printf("qp %d <-> qp %d connected (%s, RESET -> INIT -> RTR -> RTS)\n", a, b,
+	       con_qp_type_str(g.qps[a].type));
 	return 0;
 }
 
@@ -452,10 +506,18 @@ static int show_endpoint(int argc, char **argv)
 	if (ibv_query_gid(g.devs[d].ctx, 1, 1, &gid))
 		return con_err("show endpoint: cannot read the GID of dev %d", d);
 	con_gid_str(&gid, gs, sizeof(gs));
-	printf("qp %d endpoint: gid %s qpn 0x%06x psn 0x%06x (dev %d, %s)\n", id, gs,
-	       q->qp->qp_num, q->psn, d, g.devs[d].dev->args.name);
-	printf("  on the other console: connect qp <its qp> remote %s 0x%06x 0x%06x\n",
-	       gs, q->qp->qp_num, q->psn);
+	if (q->type == IBV_QPT_UD) {
+		printf("qp %d endpoint: gid %s qpn 0x%06x qkey 0x%08x, UD (dev %d, %s)\n", id, gs,
+		       q->qp->qp_num, q->qkey, d, g.devs[d].dev->args.name);
+		printf("  on the other console: create ah <its dev> %s, then\n"
+		       "  post send <its UD qp> ah <that ah> qpn 0x%06x qkey 0x%08x\n",
+		       gs, q->qp->qp_num, q->qkey);
+		return 0;
+	}
+	printf("qp %d endpoint: gid %s qpn 0x%06x psn 0x%06x, %s (dev %d, %s)\n", id, gs,
+	       q->qp->qp_num, q->psn, con_qp_type_str(q->type), d, g.devs[d].dev->args.name);
+	printf("  on the other console: connect qp <its %s qp> remote %s 0x%06x 0x%06x\n",
+	       con_qp_type_str(q->type), gs, q->qp->qp_num, q->psn);
 	for (int i = 0; i < CON_MAX_MR; i++)
 		if (g.mrs[i].used && g.mrs[i].pd == q->pd)
 			printf("  mr %d: raddr 0x%" PRIx64 " rkey 0x%x len %" PRIu64 "\n", i,
@@ -496,16 +558,29 @@ static void show_qp_detail(int id)
 	union ibv_gid dst_gid = dq->dst_gid;
 
 	objects_print_qp_line(id);
-	printf("  attributes: path MTU %u, access %s, timeout %u, retry_cnt %u, rnr_retry %u,"
-	       " min_rnr_timer %u, max_rd_atomic %u, max_dest_rd_atomic %u\n",
-	       PEEK(dq->mtu), con_access_str(PEEK(dq->access), acc, sizeof(acc)),
-	       PEEK(dq->timeout), PEEK(dq->retry_cnt), PEEK(dq->rnr_retry),
-	       PEEK(dq->min_rnr_timer), PEEK(dq->max_rd_atomic),
-	       PEEK(dq->max_dest_rd_atomic));
-	inet_ntop(AF_INET6, dst_gid.raw, dip, sizeof(dip));
-	printf("  path: dest QPN 0x%06x, dest IP %s, UDP source port %u, dest MAC %s\n",
-	       PEEK(dq->dest_qpn), dip, PEEK(dq->udp_sport),
-	       PEEK(dq->tmpl_ready) ? "resolved" : "not resolved yet");
+	if (q->type == IBV_QPT_UD) {
+		printf("  transport UD: qkey 0x%08x, datagrams of one packet (at most %u B), each send"
+		       " names its destination (ah, qpn, qkey); receives start with a 40 B GRH\n",
+		       PEEK(dq->qkey), PEEK(dq->mtu));
+	} else {
+		printf("  transport %s%s\n", con_qp_type_str(q->type),
+		       q->type == IBV_QPT_UC ? ": unacknowledged (no ACKs, retries, READs or atomics;"
+					       " a WQE completes once sent)" :
+		       ": reliable (ACKs, retransmission, READs and atomics)");
+		printf("  attributes: path MTU %u, access %s, timeout %u, retry_cnt %u, rnr_retry %u,"
+		       " min_rnr_timer %u, max_rd_atomic %u, max_dest_rd_atomic %u\n",
+		       PEEK(dq->mtu), con_access_str(PEEK(dq->access), acc, sizeof(acc)),
+		       PEEK(dq->timeout), PEEK(dq->retry_cnt), PEEK(dq->rnr_retry),
+		       PEEK(dq->min_rnr_timer), PEEK(dq->max_rd_atomic),
+		       PEEK(dq->max_dest_rd_atomic));
+		inet_ntop(AF_INET6, dst_gid.raw, dip, sizeof(dip));
+		printf("  path: dest QPN 0x%06x, dest IP %s, UDP source port %u, dest MAC %s\n",
+		       PEEK(dq->dest_qpn), dip, PEEK(dq->udp_sport),
+		       PEEK(dq->tmpl_ready) ? "resolved" : "not resolved yet");
+	}
+	if (q->srq >= 0)
+		printf("  receives: from srq %d (shared; %u WQEs posted there)\n", q->srq,
+		       con_rq_pending(dq));
 	printf("  caps: sq %u WQEs (stride %u B), rq %u, send sge %u, recv sge %u, inline %u, sq_sig_all %d\n",
 	       cap.max_send_wr, dq->sq_stride, cap.max_recv_wr, cap.max_send_sge,
 	       cap.max_recv_sge, cap.max_inline_data, dq->sq_sig_all);
@@ -526,10 +601,11 @@ static void show_qp_detail(int id)
 		       (double)g.tsc_hz);
 	}
 	printf("\n");
-	printf("  responder: rq_psn 0x%06x  epsn 0x%06x  msn %u  recv WQEs posted %u,"
+	printf("  responder: rq_psn 0x%06x  epsn 0x%06x  msn %u  recv WQEs posted %u%s,"
 	       " read/atomic responses queued %u\n",
 	       PEEK(dq->rq_psn), PEEK(dq->resp_epsn), PEEK(dq->resp_msn),
-	       con_rq_pending(dq), PEEK(dq->rd_tail) - PEEK(dq->rd_head));
+	       con_rq_pending(dq), q->srq >= 0 ? " (the SRQ's)" : "",
+	       PEEK(dq->rd_tail) - PEEK(dq->rd_head));
 	flags_str(PEEK(dq->flags), fl, sizeof(fl));
 	printf("  engine flags: %s\n", fl);
 	if (droce_qp_stats_get(q->qp, &st) == 0) {
@@ -565,13 +641,15 @@ static int show_qp(int argc, char **argv)
 }
 
 const struct con_cmd con_cmds_qp[] = {
-	{ "qp", "show qp", "[<id>]", "transport state: state, attributes, PSNs (req_psn/una/epsn), outstanding WQEs, retries, timer, counters", show_qp },
+	{ "qp", "show qp", "[<id>]", "transport (RC/UC/UD, qkey, SRQ) and its state: attributes, PSNs (req_psn/una/epsn), "
+	  "outstanding WQEs, retries, timer, counters", show_qp },
 	{ "qp", "modify qp", "<id> reset|init|rtr|rts|sqd|sqe|err [attr value]... [nodefaults]",
-	  "move a QP to a state. Attributes: pkey port access mtu dqpn dgid sgid_index hop_limit traffic_class rq_psn "
+	  "move a QP to a state. Attributes: pkey port access qkey mtu dqpn dgid sgid_index hop_limit traffic_class rq_psn "
 	  "sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer timeout retry_cnt rnr_retry cur_state, peer <qp> (a local QP "
-	  "as the other end). What the transition needs and is not given is defaulted, unless nodefaults", modify_qp },
+	  "as the other end). What the transition needs for the QP's transport and is not given is defaulted, unless "
+	  "nodefaults. UD QPs go init (qkey), rtr, rts without a peer", modify_qp },
 	{ "qp", "connect qp", "<a> <b> [mtu <n>] [attr value]... | <a> remote <gid> <qpn> <psn> [mtu <n>]",
-	  "bring QPs from RESET (or INIT) to RTS: two local QPs with each other, or one with a remote endpoint", connect_qp },
+	  "bring RC or UC QPs from RESET (or INIT) to RTS: two local QPs with each other, or one with a remote endpoint", connect_qp },
 	{ "qp", "show endpoint", "<qp>", "our GID, QPN, PSN (what the other side's 'connect qp ... remote' needs) and MR keys", show_endpoint },
 	{ NULL, NULL, NULL, NULL, NULL },
 };

@@ -26,6 +26,9 @@
 #define CON_MAX_MR	256
 #define CON_MAX_CQ	64
 #define CON_MAX_QP	256
+#define CON_MAX_SRQ	64
+#define CON_MAX_AH	256
+#define CON_MAX_MW	256
 #define CON_STASH	4096	/* completions held back per CQ */
 #define CON_LINE_MAX	4000
 
@@ -72,6 +75,9 @@ struct con_cq {
 struct con_qp {
 	bool used;
 	int pd, scq, rcq;
+	int srq;			/* console SRQ id, or -1 */
+	enum ibv_qp_type type;		/* IBV_QPT_RC, _UC or _UD */
+	uint32_t qkey;			/* UD: the Q_Key INIT sets (and sends default to) */
 	struct ibv_qp *qp;
 	uint32_t psn;			/* our initial send PSN */
 	int peer;			/* local peer QP id, or -1 */
@@ -82,24 +88,65 @@ struct con_qp {
 	uint32_t seq;			/* wr_id sequence */
 };
 
-/* Operations. New transports (UD, UC, SRQ) add rows, not parsers. */
+/* A shared receive queue (ibv_create_srq). */
+struct con_srq {
+	bool used;
+	int pd;
+	struct ibv_srq *srq;
+	uint32_t size, max_sge;		/* as created */
+	uint32_t seq;			/* wr_id sequence of its receives */
+};
+
+/* An address handle for UD sends (ibv_create_ah). */
+struct con_ah {
+	bool used;
+	int pd;
+	struct ibv_ah *ah;
+	union ibv_gid dgid;
+	uint8_t sgid_index, hop_limit, tclass;
+};
+
+/* A memory window (ibv_alloc_mw). Where it is bound is read from the
+ * library's own record (droce_int.h), which the engine keeps. */
+struct con_mw {
+	bool used;
+	int pd;
+	struct ibv_mw *mw;
+};
+
+/* Operations: rows of con_ops[], their flags say what each needs. */
 enum con_op {
 	CON_OP_SEND,
 	CON_OP_SEND_IMM,
+	CON_OP_SEND_INV,
 	CON_OP_WRITE,
 	CON_OP_WRITE_IMM,
 	CON_OP_READ,
 	CON_OP_CAS,
 	CON_OP_FAA,
+	CON_OP_BIND_MW,
+	CON_OP_LOCAL_INV,
 	CON_OP_RECV,
 	CON_OP_MAX
 };
 
-#define CON_OPF_REMOTE	0x01	/* needs a remote address and rkey */
-#define CON_OPF_IMM	0x02
-#define CON_OPF_ATOMIC	0x04
-#define CON_OPF_RECV	0x08	/* consumes a receive WQE at the peer */
-#define CON_OPF_INLINE	0x10	/* may carry inline data */
+#define CON_OPF_REMOTE	0x001	/* needs a remote address and rkey */
+#define CON_OPF_IMM	0x002
+#define CON_OPF_ATOMIC	0x004
+#define CON_OPF_RECV	0x008	/* consumes a receive WQE at the peer */
+#define CON_OPF_INLINE	0x010	/* may carry inline data */
+#define CON_OPF_UC	0x020	/* allowed on UC QPs (all are on RC) */
+#define CON_OPF_UD	0x040	/* allowed on UD QPs */
+#define CON_OPF_MW	0x080	/* binds a memory window (mw <id>) */
+#define CON_OPF_INV	0x100	/* carries an rkey to invalidate (mw <id> | rkey <k>) */
+#define CON_OPF_NODATA	0x200	/* no local data buffer */
+#define CON_OPF_NOTRAFFIC 0x400	/* not a traffic workload */
+
+/* Transports, for the summary: the QP's type, or SRQ for its receives. */
+enum con_tr { CON_TR_RC, CON_TR_UC, CON_TR_UD, CON_TR_SRQ, CON_TR_MAX };
+extern const char *const con_tr_names[CON_TR_MAX];
+int con_qp_tr(const struct con_qp *q);
+const char *con_qp_type_str(enum ibv_qp_type t);	/* "RC" ... */
 
 struct con_opdesc {
 	const char *name;		/* console name */
@@ -110,18 +157,22 @@ struct con_opdesc {
 extern const struct con_opdesc con_ops[CON_OP_MAX];
 int con_op_by_name(const char *s);
 
-/* wr_id of the console's own posts: magic | op | sequence */
+/* wr_id of the console's own posts: magic | transport << 5 | op | sequence */
 #define CON_WRID_MAGIC		0xd5ull
-#define CON_WRID(op, seq)	((CON_WRID_MAGIC << 56) | ((uint64_t)(op) << 48) | \
+#define CON_WRID(op, tr, seq)	((CON_WRID_MAGIC << 56) | \
+				 ((uint64_t)((op) | (tr) << 5) << 48) | \
 				 ((uint64_t)(seq) & 0xffffffffffffull))
-#define CON_WRID_OP(w)		((w) >> 56 == CON_WRID_MAGIC ? (int)(((w) >> 48) & 0xff) : -1)
+#define CON_WRID_OP(w)		((w) >> 56 == CON_WRID_MAGIC ? (int)(((w) >> 48) & 0x1f) : -1)
+#define CON_WRID_TR(w)		((int)(((w) >> 53) & 0x7))
+_Static_assert(CON_OP_MAX <= 32 && CON_TR_MAX <= 8, "wr_id layout");
 
-/* What happened, for "summary". */
+/* What happened, for "summary": per operation and transport. */
 struct con_tally {
-	uint64_t posted[CON_OP_MAX];
-	uint64_t ok[CON_OP_MAX];
-	uint64_t err[CON_OP_MAX];
-	uint64_t max_len[CON_OP_MAX];	/* largest message posted */
+	uint64_t posted[CON_OP_MAX][CON_TR_MAX];
+	uint64_t ok[CON_OP_MAX][CON_TR_MAX];
+	uint64_t err[CON_OP_MAX][CON_TR_MAX];
+	uint64_t max_len[CON_OP_MAX][CON_TR_MAX];	/* largest message posted */
+	uint64_t expected[CON_OP_MAX][CON_TR_MAX];	/* error completions expected */
 	uint64_t other_ok, other_err;	/* completions of foreign wr_ids */
 	uint64_t expected_err;		/* error completions a command expected */
 	uint64_t checks_ok, checks_fail;
@@ -135,6 +186,9 @@ struct con {
 	struct con_mr mrs[CON_MAX_MR];
 	struct con_cq cqs[CON_MAX_CQ];
 	struct con_qp qps[CON_MAX_QP];
+	struct con_srq srqs[CON_MAX_SRQ];
+	struct con_ah ahs[CON_MAX_AH];
+	struct con_mw mws[CON_MAX_MW];
 	struct con_tally tally;
 	bool interactive;		/* reading from the terminal now */
 	bool tty;			/* stdin is a terminal in raw mode */
@@ -170,6 +224,10 @@ extern const struct con_cmd con_cmds_post[];
 extern const struct con_cmd con_cmds_check[];
 extern const struct con_cmd con_cmds_traffic[];
 extern const struct con_cmd con_cmds_capture[];
+extern const struct con_cmd con_cmds_srq[];
+extern const struct con_cmd con_cmds_ah[];
+extern const struct con_cmd con_cmds_mw[];
+extern const struct con_cmd con_cmds_events[];
 
 /* cli.c */
 int cli_init(void);
@@ -209,8 +267,13 @@ struct con_pd *con_get_pd(const char *cmd, const char *s, int *id);
 struct con_mr *con_get_mr(const char *cmd, const char *s, int *id);
 struct con_cq *con_get_cq(const char *cmd, const char *s, int *id);
 struct con_qp *con_get_qp(const char *cmd, const char *s, int *id);
+struct con_srq *con_get_srq(const char *cmd, const char *s, int *id);
+struct con_ah *con_get_ah(const char *cmd, const char *s, int *id);
+struct con_mw *con_get_mw(const char *cmd, const char *s, int *id);
 int con_qp_dev(const struct con_qp *q);
 int con_mr_dev(const struct con_mr *m);
+int con_pd_dev(int pd);
+int con_mr_by_ibv(const struct ibv_mr *mr);	/* console id, or -1 */
 int con_dev_of_ctx(struct ibv_context *ctx);
 int con_qp_by_qpn(int dev, uint32_t qpn);
 
@@ -225,6 +288,8 @@ int con_access_parse(const char *s, unsigned int *a);
 int con_mtu_enum(uint64_t bytes);
 void con_gid_str(const union ibv_gid *gid, char *buf, size_t len);
 int con_gid_parse(const char *s, union ibv_gid *gid);
+/* ::ffff:a.b.c.d (GID index 1, RoCEv2 over IPv4); else link-local, index 0 */
+bool con_gid_is_v4(const union ibv_gid *gid);
 
 /* Patterns for MRs: zero | inc | random <seed> | byte <x>. Consumes the
  * words it needs from argv; returns how many, or -1. */
@@ -280,5 +345,24 @@ static inline uint32_t con_rq_pending(const struct droce_qp *q)
 /* cmd_objects.c */
 void objects_destroy_all(void);		/* quit: tear everything down */
 void objects_print_qp_line(int id);
+int con_free_id(bool (*used)(int), int max);
+
+/* cmd_srq.c, cmd_ah.c, cmd_mw.c: destroy (printing the outcome, 0 or -1)
+ * and one line per object for "show objects". */
+int srq_destroy_id(int id);
+int ah_destroy_id(int id);
+int mw_destroy_id(int id);
+void srq_print(int id);
+void ah_print(int id);
+void mw_print(int id);
+/* Receive WQEs posted to an SRQ and not claimed yet. */
+uint32_t srq_pending(const struct con_srq *s);
+
+/* cmd_post.c: receives into a QP or an SRQ */
+int post_recv_common(const char *cmd, int qid, int sid, int argc, char **argv);
+
+/* cmd_events.c: async events of every device, drained into a log. */
+void events_drain(void);
+const char *const *events_names(void);	/* NULL-terminated, for completion */
 
 #endif /* DROCE_CONSOLE_H */

@@ -1,6 +1,8 @@
 # droce-console demo: two RoCEv2 nodes in one process, joined back to back by
 # a net_ring pair (node A = dev 0, node B = dev 1). Every RC operation droce
-# supports, single- and multi-packet, each followed by a data check; the
+# supports, single- and multi-packet, each followed by a data check; UD
+# datagrams (with their GRH), UC, an SRQ shared by two QPs, memory windows
+# (bound, written through, invalidated, refused) and async events; the
 # counters; two seconds of traffic; a summary.
 #
 #   droce-console -- --cmdfile app/droce-console/demo.cmd
@@ -91,6 +93,99 @@ post write 2 mr 0 off 3m len 1m rmr 2 roff 0 wait
 check pattern 2 0 1m inc
 post read 2 mr 1 off 0 len 64k rmr 2 roff 0 wait
 check pattern 1 0 64k inc
+
+echo ===== UD: datagram QPs; each send names its destination (address handle, QPN, Q_Key)
+# mr 4: B's landing zone for UD, UC, the SRQ and the windows (access all: windows may be bound)
+create mr 1 1m
+# qp 4 on A, qp 5 on B: no connection; INIT sets the Q_Key
+create qp 0 0 type ud qkey 0x2222
+create qp 1 1 type ud qkey 0x2222
+modify qp 4 init
+modify qp 4 rtr
+modify qp 4 rts
+modify qp 5 init
+modify qp 5 rtr
+modify qp 5 rts
+# ah 0: from A to B's GID; ah 1: from B to A's
+create ah 0 198.18.0.2
+create ah 1 198.18.0.1
+show qp 5
+# A receive of 40 + 2048 B: the GRH area first (the IPv4 header in its last
+# 20 bytes), the payload at +40. rqp 5: qp 5's QPN and Q_Key.
+post recv 5 mr 4 off 0 len 2088
+post send 4 mr 0 off 0 len 2048 ah 0 rqp 5 wait
+poll cq 1 1 len 2088 flags grh from 4
+check value 4 20 0x45 size 1
+check cmp 0 0 4 40 2048
+# back from B with an immediate, the Q_Key given
+post recv 4 mr 1 off 3584k len 1064
+post send_imm 5 mr 3 off 0 len 1024 ah 1 rqp 4 qkey 0x2222 imm 0x5eed wait
+poll cq 0 1 len 1064 flags grh,imm from 5
+check cmp 3 0 1 3670056 1024
+
+echo ===== UC: unacknowledged; a WQE completes once sent, so data is checked after a message B completes
+create qp 0 0 type uc
+create qp 1 1 type uc
+connect qp 6 7 mtu 1024
+post write 6 mr 0 off 0 len 256k rmr 4 roff 64k wait
+post recv 7 mr 4 off 512k len 4k
+post send_imm 6 mr 0 off 256k len 4k imm 7 wait
+poll cq 1 1 flags imm
+check cmp 0 0 4 64k 256k
+check cmp 0 256k 4 512k 4k
+
+echo ===== an SRQ of B shared by two QPs (limit 2: an async event when fewer than 2 receives remain)
+create srq 1 16 limit 2
+# qp 8, 9 on A; qp 10, 11 on B take their receives from srq 0
+create qp 0 0
+create qp 0 0
+create qp 1 1 srq 0
+create qp 1 1 srq 0
+connect qp 8 10 mtu 4096
+connect qp 9 11 mtu 4096
+post srq recv 0 mr 4 off 640k len 8k
+post srq recv 0 mr 4 off 648k len 8k
+post srq recv 0 mr 4 off 656k len 8k
+post srq recv 0 mr 4 off 664k len 8k
+show srq 0
+post send 8 mr 0 off 0 len 8k wait
+post send 9 mr 0 off 8k len 8k wait
+post send 8 mr 0 off 16k len 8k wait
+poll cq 1 3
+check cmp 0 0 4 640k 24k
+wait event srq_limit_reached 1000 srq 0
+show srq 0
+
+echo ===== memory windows: B binds a type 2 window to qp 1, A writes and reads through it
+create mw 1 type2
+post bind_mw 1 mw 0 mr 4 off 768k len 64k access rw,rr wait
+show mw 0
+post write 0 mr 0 off 0 len 16k rmw 0 roff 4k wait
+check cmp 0 0 4 772k 16k
+# invalidated by B, then bound again (the next rkey)
+post local_inv 1 mw 0 wait
+post bind_mw 1 mw 0 mr 4 off 768k len 64k wait
+post read 0 mr 1 off 3600k len 16k rmw 0 roff 4k wait
+check cmp 4 772k 1 3600k 16k
+# a SEND with invalidate: B's receive completes WITH_INV and the window goes
+post recv 1 mr 2 off 3584k len 64
+post send_inv 0 mr 0 off 0 len 64 mw 0 wait
+poll cq 1 1 flags inv
+show mw 0
+# so a WRITE through it is refused: B's qp 1 reports an access error
+post write 0 mr 0 off 0 len 4k rmw 0 wait expect rem_access_err
+wait event qp_access_err 1000 qp 1
+# a type 1 window (ibv_bind_mw), read-only, any QP of B's PD answers for it
+create mw 1 type1
+post bind_mw 3 mw 1 mr 4 off 900k len 4k access rr wait
+post read 2 mr 1 off 3700k len 4k rmw 1 wait
+check cmp 4 900k 1 3700k 4k
+show mws
+show events
+# qp 0 and qp 1 are in ERR since the refused WRITE: reset, connect again
+modify qp 0 reset
+modify qp 1 reset
+connect qp 0 1 mtu 1024
 
 echo ===== counters
 show stats

@@ -438,9 +438,9 @@ static int traffic_start(int argc, char **argv)
 		return con_err("traffic start: usage: traffic start <qp>[,<qp>...] write|read|send|send_imm|write_imm|cas|faa|recv "
 			       "[size <n>] [depth <n>] [mr <mr>] [rmr <mr>] [roff <o>] [raddr <a> rkey <k>] [lcore <n>|main]");
 	op = con_op_by_name(argv[1]);
-	if (op < 0)
-		return con_err("traffic start: unknown operation '%s' (write read send send_imm write_imm cas faa recv)",
-			       argv[1]);
+	if (op < 0 || (op != CON_OP_RECV && (con_ops[op].flags & CON_OPF_NOTRAFFIC)))
+		return con_err("traffic start: %s operation '%s' (write read send send_imm write_imm cas faa recv)",
+			       op < 0 ? "unknown" : "not a traffic", argv[1]);
 	if (con_opts(cmd, argc - 2, argv + 2, o))
 		return -1;
 	if (raddr_set != rkey_set)
@@ -498,6 +498,15 @@ static int traffic_start(int argc, char **argv)
 		f->sqp = q->qp;
 		if (q->busy)
 			return con_err("traffic start: qp %d is already in use by traffic", qids[k]);
+		if (q->type == IBV_QPT_UD)
+			return con_err("traffic start: qp %d is UD: traffic runs on connected (RC, UC) QPs",
+				       qids[k]);
+		if (op != CON_OP_RECV && q->type == IBV_QPT_UC && !(con_ops[op].flags & CON_OPF_UC))
+			return con_err("traffic start: qp %d is UC: %s needs an RC QP (UC: write, send, send_imm, write_imm)",
+				       qids[k], con_ops[op].verbs);
+		if (op == CON_OP_RECV && q->srq >= 0)
+			return con_err("traffic start: qp %d takes its receives from srq %d: a receive sink "
+				       "feeds a QP's own queue", qids[k], q->srq);
 		if (op != CON_OP_RECV && st != IBV_QPS_RTS)
 			return con_err("traffic start: qp %d is %s, not RTS (connect it first)", qids[k],
 				       con_qp_state_str(st));
@@ -571,6 +580,10 @@ static int traffic_start(int argc, char **argv)
 			if (rmi < 0)
 				return con_err("traffic start: the peer qp %d has no MR of %" PRIu64 " B for receives",
 					       f->peer, size);
+			if (g.qps[f->peer].srq >= 0)
+				return con_err("traffic start: the peer qp %d takes its receives from srq %d: "
+					       "traffic feeds a QP's own receive queue (use write or read here)",
+					       f->peer, g.qps[f->peer].srq);
 			f->rqp = g.qps[f->peer].qp;
 			f->rcq = &g.cqs[g.qps[f->peer].rcq];
 			f->rsge.addr = (uint64_t)(uintptr_t)g.mrs[rmi].buf;

@@ -14,23 +14,51 @@
 
 const struct con_opdesc con_ops[CON_OP_MAX] = {
 	[CON_OP_SEND] = { "send", "SEND", IBV_WR_SEND,
-			  CON_OPF_RECV | CON_OPF_INLINE },
+			  CON_OPF_RECV | CON_OPF_INLINE | CON_OPF_UC | CON_OPF_UD },
 	[CON_OP_SEND_IMM] = { "send_imm", "SEND_WITH_IMM", IBV_WR_SEND_WITH_IMM,
-			      CON_OPF_RECV | CON_OPF_IMM | CON_OPF_INLINE },
+			      CON_OPF_RECV | CON_OPF_IMM | CON_OPF_INLINE |
+			      CON_OPF_UC | CON_OPF_UD },
+	[CON_OP_SEND_INV] = { "send_inv", "SEND_WITH_INV", IBV_WR_SEND_WITH_INV,
+			      CON_OPF_RECV | CON_OPF_INV | CON_OPF_INLINE |
+			      CON_OPF_NOTRAFFIC },
 	[CON_OP_WRITE] = { "write", "RDMA_WRITE", IBV_WR_RDMA_WRITE,
-			   CON_OPF_REMOTE | CON_OPF_INLINE },
+			   CON_OPF_REMOTE | CON_OPF_INLINE | CON_OPF_UC },
 	[CON_OP_WRITE_IMM] = { "write_imm", "RDMA_WRITE_WITH_IMM",
 			       IBV_WR_RDMA_WRITE_WITH_IMM,
 			       CON_OPF_REMOTE | CON_OPF_IMM | CON_OPF_RECV |
-			       CON_OPF_INLINE },
+			       CON_OPF_INLINE | CON_OPF_UC },
 	[CON_OP_READ] = { "read", "RDMA_READ", IBV_WR_RDMA_READ, CON_OPF_REMOTE },
 	[CON_OP_CAS] = { "cas", "ATOMIC_CMP_AND_SWP", IBV_WR_ATOMIC_CMP_AND_SWP,
 			 CON_OPF_REMOTE | CON_OPF_ATOMIC },
 	[CON_OP_FAA] = { "faa", "ATOMIC_FETCH_AND_ADD",
 			 IBV_WR_ATOMIC_FETCH_AND_ADD,
 			 CON_OPF_REMOTE | CON_OPF_ATOMIC },
-	[CON_OP_RECV] = { "recv", "RECV", 0, 0 },
+	[CON_OP_BIND_MW] = { "bind_mw", "BIND_MW", IBV_WR_BIND_MW,
+			     CON_OPF_MW | CON_OPF_NODATA | CON_OPF_UC |
+			     CON_OPF_NOTRAFFIC },
+	[CON_OP_LOCAL_INV] = { "local_inv", "LOCAL_INV", IBV_WR_LOCAL_INV,
+			       CON_OPF_INV | CON_OPF_NODATA | CON_OPF_UC |
+			       CON_OPF_NOTRAFFIC },
+	[CON_OP_RECV] = { "recv", "RECV", 0, CON_OPF_NOTRAFFIC },
 };
+
+const char *const con_tr_names[CON_TR_MAX] = { "RC", "UC", "UD", "SRQ" };
+
+int con_qp_tr(const struct con_qp *q)
+{
+	return q->type == IBV_QPT_UC ? CON_TR_UC :
+	       q->type == IBV_QPT_UD ? CON_TR_UD : CON_TR_RC;
+}
+
+const char *con_qp_type_str(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	default: return "?";
+	}
+}
 
 int con_op_by_name(const char *s)
 {
@@ -219,6 +247,9 @@ DEF_GET(pd, pds, CON_MAX_PD, struct con_pd)
 DEF_GET(mr, mrs, CON_MAX_MR, struct con_mr)
 DEF_GET(cq, cqs, CON_MAX_CQ, struct con_cq)
 DEF_GET(qp, qps, CON_MAX_QP, struct con_qp)
+DEF_GET(srq, srqs, CON_MAX_SRQ, struct con_srq)
+DEF_GET(ah, ahs, CON_MAX_AH, struct con_ah)
+DEF_GET(mw, mws, CON_MAX_MW, struct con_mw)
 #undef DEF_GET
 
 struct ibv_qp_cap con_qp_cap(struct ibv_qp *qp)
@@ -240,6 +271,19 @@ int con_qp_dev(const struct con_qp *q)
 int con_mr_dev(const struct con_mr *m)
 {
 	return g.pds[m->pd].dev;
+}
+
+int con_pd_dev(int pd)
+{
+	return g.pds[pd].dev;
+}
+
+int con_mr_by_ibv(const struct ibv_mr *mr)
+{
+	for (int i = 0; i < CON_MAX_MR; i++)
+		if (g.mrs[i].used && g.mrs[i].mr == mr)
+			return i;
+	return -1;
 }
 
 int con_dev_of_ctx(struct ibv_context *ctx)
@@ -361,6 +405,7 @@ static const struct {
 	{ "rw", IBV_ACCESS_REMOTE_WRITE },
 	{ "rr", IBV_ACCESS_REMOTE_READ },
 	{ "ra", IBV_ACCESS_REMOTE_ATOMIC },
+	{ "mw", IBV_ACCESS_MW_BIND },
 };
 
 const char *con_access_str(unsigned int a, char *buf, size_t len)
@@ -377,14 +422,16 @@ const char *con_access_str(unsigned int a, char *buf, size_t len)
 	return buf;
 }
 
-/* "all", "none", "local" or a comma list of lw,rw,rr,ra. */
+/* "all" (lw,rw,rr,ra,mw), "none", "local" or a comma list of
+ * lw,rw,rr,ra,mw (mw: IBV_ACCESS_MW_BIND, windows may be bound to it). */
 int con_access_parse(const char *s, unsigned int *a)
 {
 	char tmp[128], *save = NULL;
 
 	if (strcmp(s, "all") == 0) {
 		*a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		     IBV_ACCESS_MW_BIND;
 		return 0;
 	}
 	if (strcmp(s, "none") == 0) {
@@ -428,6 +475,13 @@ void con_gid_str(const union ibv_gid *gid, char *buf, size_t len)
 {
 	if (inet_ntop(AF_INET6, gid->raw, buf, (socklen_t)len) == NULL)
 		snprintf(buf, len, "?");
+}
+
+bool con_gid_is_v4(const union ibv_gid *gid)
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return memcmp(gid->raw, v4, sizeof(v4)) == 0;
 }
 
 /* An IPv6 GID, or a plain IPv4 address taken as ::ffff:a.b.c.d. */
@@ -559,9 +613,9 @@ int con_cq_poll(struct con_cq *c, int n, struct ibv_wc *wc)
 
 void con_tally_wc(const struct ibv_wc *wc)
 {
-	int op = CON_WRID_OP(wc->wr_id);
+	int op = CON_WRID_OP(wc->wr_id), tr = CON_WRID_TR(wc->wr_id);
 
-	if (op < 0 || op >= CON_OP_MAX) {
+	if (op < 0 || op >= CON_OP_MAX || tr >= CON_TR_MAX) {
 		if (wc->status == IBV_WC_SUCCESS)
 			g.tally.other_ok++;
 		else
@@ -570,18 +624,23 @@ void con_tally_wc(const struct ibv_wc *wc)
 	}
 	/* A receive WQE completing for a WRITE_IMM is still a receive. */
 	if (wc->status == IBV_WC_SUCCESS)
-		g.tally.ok[op]++;
+		g.tally.ok[op][tr]++;
 	else
-		g.tally.err[op]++;
+		g.tally.err[op][tr]++;
 }
 
 void con_tally_wc_expect(const struct ibv_wc *wc, int expect)
 {
+	int op = CON_WRID_OP(wc->wr_id), tr = CON_WRID_TR(wc->wr_id);
+
 	if (expect != IBV_WC_SUCCESS && (wc->status == (enum ibv_wc_status)expect ||
-					 wc->status == IBV_WC_WR_FLUSH_ERR))
+					 wc->status == IBV_WC_WR_FLUSH_ERR)) {
 		g.tally.expected_err++;
-	else
+		if (op >= 0 && op < CON_OP_MAX && tr < CON_TR_MAX)
+			g.tally.expected[op][tr]++;
+	} else {
 		con_tally_wc(wc);
+	}
 }
 
 void con_wc_print(int cq_id, const struct ibv_wc *wc)
@@ -589,7 +648,8 @@ void con_wc_print(int cq_id, const struct ibv_wc *wc)
 	char flags[64];
 	size_t n = 0;
 	int op = CON_WRID_OP(wc->wr_id);
-	char wrid[48];
+	char wrid[96];
+	bool inv = wc->wc_flags & IBV_WC_WITH_INV;
 
 	flags[0] = '\0';
 	if (wc->wc_flags & IBV_WC_GRH)
@@ -602,17 +662,23 @@ void con_wc_print(int cq_id, const struct ibv_wc *wc)
 		n += (size_t)snprintf(flags + n, sizeof(flags) - n, "%sIP_CSUM_OK", n ? "|" : "");
 	if (n == 0)
 		snprintf(flags, sizeof(flags), "0");
-	if (op >= 0 && op < CON_OP_MAX)
-		snprintf(wrid, sizeof(wrid), "0x%016" PRIx64 " (%s #%" PRIu64 ")",
-			 wc->wr_id, con_ops[op].name, (uint64_t)(wc->wr_id & 0xffffffffffffull));
+	if (op >= 0 && op < CON_OP_MAX && CON_WRID_TR(wc->wr_id) < CON_TR_MAX)
+		snprintf(wrid, sizeof(wrid), "0x%016" PRIx64 " (%s%s%s #%" PRIu64 ")",
+			 wc->wr_id, con_ops[op].name,
+			 CON_WRID_TR(wc->wr_id) ? "/" : "",
+			 CON_WRID_TR(wc->wr_id) ? con_tr_names[CON_WRID_TR(wc->wr_id)] : "",
+			 (uint64_t)(wc->wr_id & 0xffffffffffffull));
 	else
 		snprintf(wrid, sizeof(wrid), "0x%" PRIx64, wc->wr_id);
+	/* imm_data is in network order; invalidated_rkey (the same field)
+	 * in host order */
 	printf("cq %d: wr_id %s status %s (%d: %s) opcode %s (%d)\n"
-	       "      qp_num 0x%06x src_qp 0x%06x byte_len %u imm_data 0x%08x"
+	       "      qp_num 0x%06x src_qp 0x%06x byte_len %u %s 0x%08x"
 	       " wc_flags %s pkey_index %u slid %u sl %u dlid_path_bits %u vendor_err 0x%x\n",
 	       cq_id, wrid, con_wc_status_name(wc->status), wc->status,
 	       ibv_wc_status_str(wc->status), con_wc_opcode_str(wc->opcode),
 	       wc->opcode, wc->qp_num, wc->src_qp, wc->byte_len,
-	       ntohl(wc->imm_data), flags, wc->pkey_index, wc->slid, wc->sl,
+	       inv ? "invalidated_rkey" : "imm_data",
+	       inv ? wc->invalidated_rkey : ntohl(wc->imm_data), flags, wc->pkey_index, wc->slid, wc->sl,
 	       wc->dlid_path_bits, wc->vendor_err);
 }

@@ -3,11 +3,14 @@
 #
 # Tests of app/droce-console: scripts through --cmdfile and --batch (output
 # and exit codes), bad arguments, the interactive prompt under a
-# pseudo-terminal (tmux), and packet capture to pcapng (decoded by tshark
-# when it is installed).
+# pseudo-terminal (tmux), packet capture to pcapng (decoded by tshark when
+# it is installed), and the transports and objects beyond RC: UD, UC, SRQs,
+# memory windows, async events (the scripts <feature>.cmd and
+# <feature>-bad.cmd next to this one).
 #
 # usage: console_test.sh <droce-console> <demo.cmd> <mode>
-#   mode: demo | batch-ok | batch-fail | bad-args | interactive | capture
+#   mode: demo | batch-ok | batch-fail | bad-args | interactive | capture |
+#         ud | uc | srq | mw | events
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
 #
 # Every console run is bounded by timeout(1); temporary files and the
@@ -18,6 +21,7 @@ set -u
 BIN=${1:?usage: $0 <droce-console> <demo.cmd> <mode>}
 DEMO=${2:?usage: $0 <droce-console> <demo.cmd> <mode>}
 MODE=${3:?usage: $0 <droce-console> <demo.cmd> <mode>}
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-console-$MODE.XXXXXX") || exit 1
 TMUX_SOCK=droce-console-test-$$
@@ -81,25 +85,109 @@ connect qp 0 1 mtu 1024
 EOF
 }
 
+# feature <name> [<regex the good run must print>...]
+#
+# <name>.cmd runs under --batch: exit 0, every operation and check passed.
+# <name>.cmd + <name>-bad.cmd under --cmdfile: each bad line fails with the
+# message its "# expect: <text>" comment gives, and nothing else fails.
+# The same under --batch: a non-zero exit at the first bad line, named on
+# stderr, and no later line runs.
+feature() {
+	local name=$1 good=$HERE/$1.cmd bad=$HERE/$1-bad.cmd re ngood nbad nerr first
+	shift
+	[[ -r $good && -r $bad ]] || fail "missing $good or $bad"
+	run 40 -- --batch <"$good"
+	[[ $RC == 0 ]] || fail "$name.cmd under --batch exited $RC"
+	expect_out "RESULT: all operations completed"
+	grep -q 'check FAILED' "$WORK/out" && fail "$name.cmd: a data check failed"
+	for re in "$@"; do
+		grep -Eq -- "$re" "$WORK/out" || fail "$name.cmd: output lacks /$re/"
+	done
+	ngood=$(wc -l <"$good")
+	nbad=$(grep -c '# expect: ' "$bad")
+	cat "$good" "$bad" >"$WORK/all.cmd"
+	run 40 -- --cmdfile "$WORK/all.cmd"
+	[[ $RC == 1 ]] || fail "$name: --cmdfile with $nbad failing commands exited $RC, not 1"
+	while IFS= read -r line; do
+		[[ $line == *'# expect: '* ]] || continue
+		grep -qF -- "error: ${line#*# expect: }" "$WORK/out" ||
+			fail "$name: no 'error: ${line#*# expect: }' for: ${line%%#*}"
+	done <"$bad"
+	nerr=$(grep -c '^error: ' "$WORK/out")
+	[[ $nerr == "$nbad" ]] || fail "$name: $nerr 'error:' lines for $nbad failing commands"
+	grep -q "all.cmd: $nbad commands failed" "$WORK/err" || fail "$name: the failure count is not $nbad"
+	# --batch stops at the first failing line and says which
+	first=$((ngood + $(grep -n '# expect: ' "$bad" | head -1 | cut -d: -f1)))
+	printf 'echo NOT-REACHED\n' >>"$WORK/all.cmd"
+	run 40 -- --batch <"$WORK/all.cmd"
+	[[ $RC != 0 ]] || fail "$name: --batch exited 0 after a failing command"
+	grep -q "stdin:$first: command failed" "$WORK/err" ||
+		fail "$name: --batch does not stop at stdin:$first"
+	grep -q NOT-REACHED "$WORK/out" && fail "$name: --batch went on after the failing command"
+	[[ $(grep -c '^error: ' "$WORK/out") == 1 ]] || fail "$name: --batch ran more than one failing command"
+	pass "$name: $name.cmd ok under --batch; $nbad failing commands, each with its message; --batch stops at the first (exit $RC)"
+}
+
 case $MODE in
+ud)
+	feature ud 'transport UD: qkey 0x00004343' 'rx_bad_qkey +1 ' \
+		'^  send +UD +SEND .* ok' '^  send_imm +UD ' '^  recv +UD +RECV +3 +3 +0 ' \
+		'wc_flags GRH\|WITH_IMM' 'create ah <its dev> ::ffff:198.18.0.2'
+	;;
+uc)
+	feature uc 'transport UC: unacknowledged' 'connected \(UC,' \
+		'^  write +UC +RDMA_WRITE .* ok' '^  write_imm +UC ' '^  send +UC ' \
+		'traffic flow 0: qp 0 write .* [1-9][0-9]* ops in' \
+		'traffic flow 0: qp 0 send .* [1-9][0-9]* ops in'
+	;;
+srq)
+	feature srq 'srq 0 +pd 1 \(droce1\) +size 8 +sge 2 +posted 4 +limit 3 armed +qps 2,3' \
+		'event: dev 1 \(droce1\): srq_limit_reached .* srq 0' 'limit 0 \(not armed\)' \
+		'receives: from srq 0' '^  recv +SRQ +RECV +4 +3 +0 '
+	;;
+mw)
+	feature mw 'mw 0 +pd 1 .* bound: mr 1 \+65536 len 32768 access rw,rr, to qp 1' \
+		'not bound \(invalidated\)' 'wc_flags WITH_INV' \
+		'BIND_MW mw 1 type 1 rkey .*: mr 1 \+0 access rw,' 'mw 1 +pd 1 .* type 1 .* not bound$' \
+		'^  bind_mw +RC +BIND_MW +5 +5 +0 ' '^  local_inv +RC .* ok' '^  send_inv +RC .* ok'
+	;;
+events)
+	feature events 'event: dev 1 \(droce1\): srq_limit_reached' \
+		'event: dev 1 \(droce1\): qp_access_err .* qp 1 ' \
+		'event: dev 1 \(droce1\): qp_last_wqe_reached .* qp 1 ' 'no async events on this device' \
+		'ok, 1 expected error'
+	;;
 demo)
 	# The built-in demo: every operation, data checks, traffic, summary.
+	t0=$(date +%s%N)
 	run 50 -- --cmdfile "$DEMO"
+	ms=$((($(date +%s%N) - t0) / 1000000))
 	[[ $RC == 0 ]] || fail "demo exited $RC"
 	expect_out "RESULT: all operations completed"
-	for op in SEND SEND_WITH_IMM RDMA_WRITE RDMA_WRITE_WITH_IMM RDMA_READ \
-		  ATOMIC_CMP_AND_SWP ATOMIC_FETCH_AND_ADD; do
-		grep -Eq "^  [a-z_]+ +$op +[0-9]+ +[1-9][0-9]* +0 +[0-9]+  ok" "$WORK/out" ||
-			fail "summary: $op did not complete without errors"
+	for row in "RC SEND" "RC SEND_WITH_IMM" "RC RDMA_WRITE" "RC RDMA_WRITE_WITH_IMM" \
+		   "RC RDMA_READ" "RC ATOMIC_CMP_AND_SWP" "RC ATOMIC_FETCH_AND_ADD" \
+		   "RC SEND_WITH_INV" "RC BIND_MW" "RC LOCAL_INV" "RC RECV" \
+		   "UD SEND" "UD SEND_WITH_IMM" "UD RECV" "UC RDMA_WRITE" "UC SEND_WITH_IMM" \
+		   "UC RECV" "SRQ RECV"; do
+		grep -Eq "^  [a-z_]+ +${row% *} +${row#* } +[0-9]+ +[1-9][0-9]* +0 +[0-9]+  ok" "$WORK/out" ||
+			fail "summary: ${row#* } on ${row% *} did not complete without errors"
 	done
 	n=$(grep -c '^check OK' "$WORK/out")
-	((n >= 15)) || fail "only $n data checks passed"
+	((n >= 28)) || fail "only $n data checks passed"
+	# UD: the payload at +40, the GRH's IPv4 header before it
+	expect_out "check OK: mr 0 +0 == mr 4 +40, 2048 B"
+	expect_out "check OK: mr 4 +20 = 69 (0x45)"
+	expect_out "event: dev 1 (droce1): srq_limit_reached"
+	expect_out "event: dev 1 (droce1): qp_access_err"
+	grep -Eq '^  write +RC +RDMA_WRITE .* ok, 1 expected error' "$WORK/out" ||
+		fail "the WRITE through the invalidated window was not refused as expected"
+	echo "demo: $ms ms"
 	grep -q 'check FAILED' "$WORK/out" && fail "a data check failed"
 	grep -Eq 'traffic flow 0: qp 0 write .* [1-9][0-9]* ops in' "$WORK/out" ||
 		fail "no WRITE traffic in the summary"
 	grep -Eq 'p50 [0-9.]+ us, p99 [0-9.]+ us, p99.9 [0-9.]+ us' "$WORK/out" ||
 		fail "no latency percentiles"
-	pass "demo: every operation completed, $n data checks passed, traffic ran"
+	pass "demo: every operation completed, $n data checks passed, traffic ran ($ms ms)"
 	;;
 batch-ok)
 	{ prelude; cat <<'EOF'
@@ -241,12 +329,26 @@ interactive)
 	wait_for '^droce> show devices $'
 	$T send-keys -t con Enter
 	wait_for '^1 +droce1 +1 +198\.18\.0\.2'
-	# TAB completes the common part of two choices, then lists them.
-	$T send-keys -t con 'show e' Tab
-	wait_for '^droce> show en$'
+	# TAB completes the common part of several choices, then lists them.
+	$T send-keys -t con 'post se' Tab
+	wait_for '^droce> post send$'
 	$T send-keys -t con Tab
+	wait_for '^ +send_imm +SEND with immediate'
+	wait_for '^ +send_inv +SEND with invalidate'
+	$T send-keys -t con C-c
+	$T send-keys -t con 'show e' Tab
 	wait_for '^ +endpoint +our GID, QPN, PSN'
-	wait_for '^ +engines +lcores'
+	wait_for '^ +events +read the async events'
+	$T send-keys -t con C-c
+	# Fixed choices after an id, event types, SRQ sub-commands.
+	$T send-keys -t con 'create mw 0 t' Tab
+	wait_for '^droce> create mw 0 type$'
+	$T send-keys -t con C-c
+	$T send-keys -t con 'wait event srq_l' Tab
+	wait_for '^droce> wait event srq_limit_reached $'
+	$T send-keys -t con C-c
+	$T send-keys -t con 'post srq ' Tab
+	wait_for '^ +recv +post receive WQEs to an SRQ'
 	$T send-keys -t con C-c
 	$T send-keys -t con 'modify qp 0 r' Tab
 	wait_for '^ +rtr'
@@ -280,7 +382,7 @@ interactive)
 	wait_for 'error: sleep: interrupted'
 	$T send-keys -t con 'quit' Enter
 	wait_for 'CONSOLE-EXIT=0' 15
-	pass "completion, listing, bad commands, history, ^C, quit"
+	pass "completion (commands, sub-commands, choices after an id, event types), listing, bad commands, history, ^C, quit"
 	;;
 capture)
 	{ prelude; cat <<EOF
@@ -291,6 +393,27 @@ post write 0 len 5000 wait
 post read 0 len 2500 wait
 post faa 0 wait
 post cas 0 compare 1 swap 2 wait
+poll cq 1 1
+create qp 0 0 type ud
+create qp 1 1 type ud
+modify qp 2 init
+modify qp 2 rtr
+modify qp 2 rts
+modify qp 3 init
+modify qp 3 rtr
+modify qp 3 rts
+create ah 0 198.18.0.2
+post recv 3 len 1064
+post send 2 len 1024 ah 0 rqp 3 wait
+poll cq 1 1 flags grh
+create qp 0 0 type uc
+create qp 1 1 type uc
+connect qp 4 5
+post write 4 len 2000 wait
+create mw 1 type2
+post bind_mw 1 mw 0 wait
+post recv 1 len 64
+post send_inv 0 len 64 mw 0 wait
 capture show
 capture stop
 EOF
@@ -308,7 +431,8 @@ EOF
 		fail "tshark cannot read the file"
 	for what in "RC Send First" "RC RDMA Write First" "RC RDMA Read Request" \
 		    "RC RDMA Read Response" "RC Fetch Add" "RC Compare Swap" \
-		    "RC Acknowledge" "RC Atomic Acknowledge"; do
+		    "RC Acknowledge" "RC Atomic Acknowledge" "UD Send Only" \
+		    "UC RDMA Write Only" "RC Send Only Invalidate"; do
 		expect_out "$what"
 	done
 	n=$(grep -c RRoCE "$WORK/out")

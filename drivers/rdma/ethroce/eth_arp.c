@@ -359,7 +359,7 @@ void eth_arp_timer(struct droce_dev *dev, uint64_t now)
 
 			if (n->tries != 0xff) {
 				inet_ntop(AF_INET6, n->addr, a, sizeof(a));
-				DROCE_LOG(ERR, "%s: no answer from %s after %u ms: its QPs fail",
+				DROCE_LOG(ERR, "%s: no answer from %s after %u ms: connections to it fail, datagrams to it are dropped",
 					  dev->args.name, a, dev->args.arp_timeout_ms);
 				dev->st.arp_fail++;
 				n->tries = 0xff;	/* reported */

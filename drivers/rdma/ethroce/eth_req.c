@@ -296,6 +296,8 @@ static void fail_current(struct droce_qp *qp, uint32_t idx, uint8_t status)
 
 /* ---------------------------------------------------- the requester */
 
+static void complete_sent(struct droce_qp *qp, uint32_t idx, uint8_t status);
+
 static bool qp_resolve(struct droce_qp *qp)
 {
 	struct rte_ether_addr mac;
@@ -306,6 +308,17 @@ static bool qp_resolve(struct droce_qp *qp)
 		qp->tmpl_ready = true;
 		eth_qp_arp_done(qp->eng, qp);
 		return true;
+	}
+	if (failed && qp->transport == ROCE_TRANSPORT_UD) {
+		/* UD is unreliable: the datagram is lost (logged and counted
+		 * by the neighbour table), the QP goes on with the next. */
+		uint32_t idx = qp->req_cur;
+
+		eth_qp_arp_done(qp->eng, qp);
+		qp->req_cur++;
+		complete_sent(qp, idx, IBV_WC_SUCCESS);
+		eth_qp_activate(qp->eng, qp);
+		return false;
 	}
 	if (failed) {
 		eth_qp_arp_done(qp->eng, qp);
@@ -390,9 +403,9 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	uint8_t *pl;
 
 	if (!eth_neigh_resolve(qp->dev, v->dst_gid, &mac, &failed)) {
-		/* Wait for (or fail on) this destination's MAC. */
+		/* Wait for (or give up on) this destination's MAC; the QP's
+		 * template stays ready: each datagram names its own. */
 		memcpy(qp->dst_gid.raw, v->dst_gid, 16);
-		qp->tmpl_ready = false;
 		qp_resolve(qp);
 		return false;
 	}
