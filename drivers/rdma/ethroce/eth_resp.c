@@ -271,13 +271,16 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 		rnr_nak(qp, p->psn);
 		return false;
 	}
-	if (p->payload_len &&
-	    eth_mbuf_copy(m, p->payload_off, qp->resp_write_ptr, p->payload_len)) {
-		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
-		return false;
+	if (p->payload_len) {
+		/* (A zero-length WRITE has no pointer at all: no rkey check.) */
+		if (eth_mbuf_copy(m, p->payload_off, qp->resp_write_ptr,
+				  p->payload_len)) {
+			resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+			return false;
+		}
+		qp->resp_write_ptr += p->payload_len;
+		qp->resp_write_left -= p->payload_len;
 	}
-	qp->resp_write_ptr += p->payload_len;
-	qp->resp_write_left -= p->payload_len;
 	qp->resp_in_write = !(flags & ROCE_OPF_LAST);
 	if (flags & ROCE_OPF_LAST) {
 		if (flags & ROCE_OPF_IMMDT)
