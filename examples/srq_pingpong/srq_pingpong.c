@@ -17,56 +17,30 @@
  * the loop ends when iters sends and iters receives have completed in
  * total (over all QPs), and "bytes in" counts size * iters * 2.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/types.h>
 
 #include <infiniband/verbs.h>
+
+#include "pingpong.h"
 
 #define WRID_RECV 1
 #define WRID_SEND 2
 #define MAX_QP 256		/* the exchange always carries this many */
 
-#define ADDR_MSG_LEN ((int)sizeof("0000:000000:000000:00000000000000000000000000000000"))
-#define DONE_MSG "done"
-#define DONE_LEN ((int)sizeof(DONE_MSG))
+/* the common options (pingpong.h), then those only srq_pingpong has */
+static struct pp_opts opt;
 
-struct pp_opts {
-	const char *servername;
-	const char *ib_devname;
-	unsigned int tcp_port;
-	int ib_port;
-	unsigned int size;
-	enum ibv_mtu mtu;
+static struct {
 	unsigned int num_qp;
-	unsigned int rx_depth;
-	unsigned int iters;
-	int sl;
-	int use_event;
-	int gidx;
 	int odp;
-	int check;
-};
-
-static struct pp_opts opt = {
-	.tcp_port = 18515,
-	.ib_port = 1,
-	.size = 4096,
-	.mtu = IBV_MTU_1024,
+} srq_opt = {
 	.num_qp = 16,
-	.rx_depth = 500,
-	.iters = 1000,
-	.gidx = -1,
 };
 
 static long page_sz;
@@ -88,118 +62,6 @@ struct pp_ctx {
 	struct ibv_port_attr port_attr;
 };
 
-struct pp_addr {
-	unsigned int lid;
-	unsigned int qpn;
-	unsigned int psn;
-	union ibv_gid gid;
-};
-
-/* ------------------------------------------------------------------ */
-/* the address messages                                                */
-
-static void gid_to_hex(const union ibv_gid *gid, char out[33])
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (int i = 0; i < 16; i++) {
-		out[2 * i] = digits[gid->raw[i] >> 4];
-		out[2 * i + 1] = digits[gid->raw[i] & 0xf];
-	}
-	out[32] = '\0';
-}
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int hex_to_gid(const char *hex, union ibv_gid *gid)
-{
-	for (int i = 0; i < 16; i++) {
-		int hi = hex_digit(hex[2 * i]);
-		int lo = hi < 0 ? -1 : hex_digit(hex[2 * i + 1]);
-
-		if (lo < 0)
-			return -1;
-		gid->raw[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
-static void addr_format(const struct pp_addr *a, char msg[ADDR_MSG_LEN])
-{
-	char hex[33];
-
-	gid_to_hex(&a->gid, hex);
-	memset(msg, 0, ADDR_MSG_LEN);
-	snprintf(msg, ADDR_MSG_LEN, "%04x:%06x:%06x:%s", a->lid & 0xffff,
-		 a->qpn & 0xffffff, a->psn & 0xffffff, hex);
-}
-
-static int addr_parse(const char *msg, struct pp_addr *a)
-{
-	char buf[ADDR_MSG_LEN + 1], hex[33];
-
-	memcpy(buf, msg, ADDR_MSG_LEN);
-	buf[ADDR_MSG_LEN] = '\0';
-	memset(a, 0, sizeof(*a));
-	if (sscanf(buf, "%x:%x:%x:%32s", &a->lid, &a->qpn, &a->psn, hex) != 4 ||
-	    strlen(hex) != 32 || hex_to_gid(hex, &a->gid))
-		return -1;
-	return 0;
-}
-
-static void print_addr(const char *what, const struct pp_addr *a)
-{
-	char gid[INET6_ADDRSTRLEN];
-
-	if (!inet_ntop(AF_INET6, a->gid.raw, gid, sizeof(gid)))
-		snprintf(gid, sizeof(gid), "?");
-	printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", what,
-	       a->lid, a->qpn, a->psn, gid);
-}
-
-static ssize_t read_full(int fd, void *p, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, (char *)p + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-static ssize_t write_full(int fd, const void *p, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, (const char *)p + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 /* ------------------------------------------------------------------ */
 /* connecting the QPs pairwise                                         */
 
@@ -207,44 +69,16 @@ static int connect_ctx(struct pp_ctx *ctx, const struct pp_addr *local,
 		       const struct pp_addr *remote)
 {
 	for (int i = 0; i < ctx->num_qp; i++) {
-		struct ibv_qp_attr attr;
-
-		memset(&attr, 0, sizeof(attr));
-		attr.qp_state = IBV_QPS_RTR;
-		attr.path_mtu = opt.mtu;
-		attr.dest_qp_num = remote[i].qpn;
-		attr.rq_psn = remote[i].psn;
-		attr.max_dest_rd_atomic = 1;
-		attr.min_rnr_timer = 12;
-		attr.ah_attr.dlid = (uint16_t)remote[i].lid;
-		attr.ah_attr.sl = (uint8_t)opt.sl;
-		attr.ah_attr.port_num = (uint8_t)opt.ib_port;
 		/* as the original: the first address tells whether the peer
 		 * wants a GRH, and its GID serves for every QP */
-		if (remote[0].gid.global.interface_id) {
-			attr.ah_attr.is_global = 1;
-			attr.ah_attr.grh.dgid = remote[0].gid;
-			attr.ah_attr.grh.sgid_index = (uint8_t)opt.gidx;
-			attr.ah_attr.grh.hop_limit = 1;
-		}
-		if (ibv_modify_qp(ctx->qp[i], &attr, IBV_QP_STATE |
-				  IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER)) {
+		switch (pp_rc_rtr_rts(ctx->qp[i], &opt, local[i].psn,
+				      &remote[i], &remote[0].gid)) {
+		case 0:
+			break;
+		case PP_RTR_FAILED:
 			fprintf(stderr, "Failed to modify QP[%d] to RTR\n", i);
 			return 1;
-		}
-		attr.qp_state = IBV_QPS_RTS;
-		attr.timeout = 14;
-		attr.retry_cnt = 7;
-		attr.rnr_retry = 7;
-		attr.sq_psn = local[i].psn;
-		attr.max_rd_atomic = 1;
-		if (ibv_modify_qp(ctx->qp[i], &attr, IBV_QP_STATE |
-				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				  IBV_QP_MAX_QP_RD_ATOMIC)) {
+		default:
 			fprintf(stderr, "Failed to modify QP[%d] to RTS\n", i);
 			return 1;
 		}
@@ -257,11 +91,11 @@ static int connect_ctx(struct pp_ctx *ctx, const struct pp_addr *local,
 
 static int send_addrs(int fd, const struct pp_addr *a)
 {
-	char msg[ADDR_MSG_LEN];
+	char msg[PP_ADDR_MSG_LEN];
 
 	for (int i = 0; i < MAX_QP; i++) {
-		addr_format(&a[i], msg);
-		if (write_full(fd, msg, ADDR_MSG_LEN) != ADDR_MSG_LEN) {
+		pp_addr_format(&a[i], msg);
+		if (pp_write_full(fd, msg, PP_ADDR_MSG_LEN) != PP_ADDR_MSG_LEN) {
 			fprintf(stderr, "Couldn't send local address\n");
 			return 1;
 		}
@@ -271,55 +105,34 @@ static int send_addrs(int fd, const struct pp_addr *a)
 
 static int recv_addrs(int fd, struct pp_addr *a, const char *who)
 {
-	char msg[ADDR_MSG_LEN];
+	char msg[PP_ADDR_MSG_LEN];
 
 	for (int i = 0; i < MAX_QP; i++) {
-		ssize_t n = read_full(fd, msg, ADDR_MSG_LEN);
+		ssize_t n = pp_read_full(fd, msg, PP_ADDR_MSG_LEN);
 
-		if (n != ADDR_MSG_LEN || addr_parse(msg, &a[i])) {
+		if (n != PP_ADDR_MSG_LEN || pp_addr_parse(msg, &a[i])) {
 			if (n < 0)
 				perror(who);
 			fprintf(stderr, "%d/%d: Couldn't read remote address [%d]\n",
-				n < 0 ? 0 : (int)n, ADDR_MSG_LEN, i);
+				n < 0 ? 0 : (int)n, PP_ADDR_MSG_LEN, i);
 			return 1;
 		}
 	}
 	return 0;
 }
 
+/* The shape of pp_exchange_client/server, but MAX_QP addresses each way
+ * and the original's messages for those. */
 static int exchange_client(const struct pp_addr *local, struct pp_addr *remote)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *list, *ai;
-	char service[16];
-	int fd = -1, rc, ret = 1;
+	int fd, ret = 1;
 
-	snprintf(service, sizeof(service), "%u", opt.tcp_port);
-	rc = getaddrinfo(opt.servername, service, &hints, &list);
-	if (rc) {
-		fprintf(stderr, "%s for %s:%u\n", gai_strerror(rc),
-			opt.servername, opt.tcp_port);
+	fd = pp_tcp_connect(&opt);
+	if (fd < 0)
 		return 1;
-	}
-	for (ai = list; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(list);
-	if (fd < 0) {
-		fprintf(stderr, "Couldn't connect to %s:%u\n", opt.servername,
-			opt.tcp_port);
-		return 1;
-	}
 	if (send_addrs(fd, local) || recv_addrs(fd, remote, "client read"))
 		goto out;
-	if (write_full(fd, DONE_MSG, DONE_LEN) != DONE_LEN) {
+	if (pp_write_full(fd, PP_DONE_MSG, PP_DONE_LEN) != PP_DONE_LEN) {
 		perror("client write");
 		goto out;
 	}
@@ -332,45 +145,12 @@ out:
 static int exchange_server(struct pp_ctx *ctx, const struct pp_addr *local,
 			   struct pp_addr *remote)
 {
-	struct addrinfo hints = { .ai_flags = AI_PASSIVE,
-				  .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM };
-	struct addrinfo *list, *ai;
-	char service[16], msg[ADDR_MSG_LEN];
-	int lfd = -1, fd, rc, one = 1, ret = 1;
+	char msg[PP_DONE_LEN];
+	int fd, ret = 1;
 
-	snprintf(service, sizeof(service), "%u", opt.tcp_port);
-	rc = getaddrinfo(NULL, service, &hints, &list);
-	if (rc) {
-		fprintf(stderr, "%s for port %u\n", gai_strerror(rc),
-			opt.tcp_port);
+	fd = pp_tcp_accept(&opt);
+	if (fd < 0)
 		return 1;
-	}
-	for (ai = list; ai; ai = ai->ai_next) {
-		lfd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-		if (lfd < 0)
-			continue;
-		setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(lfd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		close(lfd);
-		lfd = -1;
-	}
-	freeaddrinfo(list);
-	if (lfd < 0 || listen(lfd, 1)) {
-		fprintf(stderr, "Couldn't listen to port %u\n", opt.tcp_port);
-		if (lfd >= 0)
-			close(lfd);
-		return 1;
-	}
-	do
-		fd = accept(lfd, NULL, NULL);
-	while (fd < 0 && errno == EINTR);
-	close(lfd);
-	if (fd < 0) {
-		fprintf(stderr, "accept() failed\n");
-		return 1;
-	}
 	if (recv_addrs(fd, remote, "server read"))
 		goto out;
 	if (connect_ctx(ctx, local, remote)) {
@@ -379,7 +159,7 @@ static int exchange_server(struct pp_ctx *ctx, const struct pp_addr *local,
 	}
 	if (send_addrs(fd, local))
 		goto out;
-	if (read_full(fd, msg, DONE_LEN) != DONE_LEN) {
+	if (pp_read_full(fd, msg, PP_DONE_LEN) != PP_DONE_LEN) {
 		perror("client write");
 		goto out;
 	}
@@ -403,12 +183,7 @@ static void ctx_release(struct pp_ctx *ctx)
 		ibv_destroy_cq(ctx->cq);
 	if (ctx->mr)
 		ibv_dereg_mr(ctx->mr);
-	if (ctx->pd)
-		ibv_dealloc_pd(ctx->pd);
-	if (ctx->channel)
-		ibv_destroy_comp_channel(ctx->channel);
-	if (ctx->verbs)
-		ibv_close_device(ctx->verbs);
+	pp_release_device(ctx->pd, ctx->channel, ctx->verbs);
 	free(ctx->buf);
 	free(ctx);
 }
@@ -422,24 +197,17 @@ static struct pp_ctx *ctx_create(struct ibv_device *dev)
 	if (!ctx)
 		return NULL;
 	ctx->size = (int)opt.size;
-	ctx->num_qp = (int)opt.num_qp;
+	ctx->num_qp = (int)srq_opt.num_qp;
 	ctx->rx_depth = (int)opt.rx_depth;
 	ctx->send_flags = IBV_SEND_SIGNALED;
 
-	ctx->buf = memalign((size_t)page_sz, opt.size);
-	if (!ctx->buf) {
-		fprintf(stderr, "Couldn't allocate work buf.\n");
+	ctx->buf = pp_alloc_buf(opt.size, 0, page_sz);
+	if (!ctx->buf)
 		goto fail;
-	}
-	memset(ctx->buf, 0, opt.size);
-
-	ctx->verbs = ibv_open_device(dev);
-	if (!ctx->verbs) {
-		fprintf(stderr, "Couldn't get context for %s\n",
-			ibv_get_device_name(dev));
+	ctx->verbs = pp_open_device(dev);
+	if (!ctx->verbs)
 		goto fail;
-	}
-	if (opt.odp) {
+	if (srq_opt.odp) {
 		const uint32_t need = IBV_ODP_SUPPORT_SEND |
 				      IBV_ODP_SUPPORT_SRQ_RECV;
 		struct ibv_device_attr_ex ax;
@@ -456,18 +224,8 @@ static struct pp_ctx *ctx_create(struct ibv_device *dev)
 		}
 		access |= IBV_ACCESS_ON_DEMAND;
 	}
-	if (opt.use_event) {
-		ctx->channel = ibv_create_comp_channel(ctx->verbs);
-		if (!ctx->channel) {
-			fprintf(stderr, "Couldn't create completion channel\n");
-			goto fail;
-		}
-	}
-	ctx->pd = ibv_alloc_pd(ctx->verbs);
-	if (!ctx->pd) {
-		fprintf(stderr, "Couldn't allocate PD\n");
+	if (pp_alloc_channel_pd(ctx->verbs, &opt, &ctx->channel, &ctx->pd))
 		goto fail;
-	}
 	ctx->mr = ibv_reg_mr(ctx->pd, ctx->buf, opt.size, (int)access);
 	if (!ctx->mr) {
 		fprintf(stderr, "Couldn't register MR\n");
@@ -489,7 +247,6 @@ static struct pp_ctx *ctx_create(struct ibv_device *dev)
 	}
 	for (int i = 0; i < ctx->num_qp; i++) {
 		struct ibv_qp_init_attr ia;
-		struct ibv_qp_attr qa;
 
 		memset(&ia, 0, sizeof(ia));
 		ia.qp_type = IBV_QPT_RC;
@@ -503,22 +260,11 @@ static struct pp_ctx *ctx_create(struct ibv_device *dev)
 			fprintf(stderr, "Couldn't create QP[%d]\n", i);
 			goto fail;
 		}
-		memset(&ia, 0, sizeof(ia));
-		if (ibv_query_qp(ctx->qp[i], &qa, IBV_QP_CAP, &ia) == 0 &&
-		    ia.cap.max_inline_data >= (uint32_t)ctx->size)
+		if (pp_fits_inline(ctx->qp[i], ctx->size))
 			ctx->send_flags |= IBV_SEND_INLINE;
 	}
 	for (int i = 0; i < ctx->num_qp; i++) {
-		struct ibv_qp_attr qa;
-
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_state = IBV_QPS_INIT;
-		qa.pkey_index = 0;
-		qa.port_num = (uint8_t)opt.ib_port;
-		qa.qp_access_flags = 0;
-		if (ibv_modify_qp(ctx->qp[i], &qa, IBV_QP_STATE |
-				  IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS)) {
+		if (pp_rc_init(ctx->qp[i], &opt)) {
 			fprintf(stderr, "Failed to modify QP[%d] to INIT\n", i);
 			goto fail;
 		}
@@ -536,30 +282,11 @@ static int ctx_destroy(struct pp_ctx *ctx)
 			fprintf(stderr, "Couldn't destroy QP[%d]\n", i);
 			return 1;
 		}
-	if (ibv_destroy_srq(ctx->srq)) {
-		fprintf(stderr, "Couldn't destroy SRQ\n");
+	if (pp_teardown(ibv_destroy_srq(ctx->srq), "destroy SRQ") ||
+	    pp_teardown(ibv_destroy_cq(ctx->cq), "destroy CQ") ||
+	    pp_teardown(ibv_dereg_mr(ctx->mr), "deregister MR") ||
+	    pp_close_device(ctx->pd, ctx->channel, ctx->verbs))
 		return 1;
-	}
-	if (ibv_destroy_cq(ctx->cq)) {
-		fprintf(stderr, "Couldn't destroy CQ\n");
-		return 1;
-	}
-	if (ibv_dereg_mr(ctx->mr)) {
-		fprintf(stderr, "Couldn't deregister MR\n");
-		return 1;
-	}
-	if (ibv_dealloc_pd(ctx->pd)) {
-		fprintf(stderr, "Couldn't deallocate PD\n");
-		return 1;
-	}
-	if (ctx->channel && ibv_destroy_comp_channel(ctx->channel)) {
-		fprintf(stderr, "Couldn't destroy completion channel\n");
-		return 1;
-	}
-	if (ibv_close_device(ctx->verbs)) {
-		fprintf(stderr, "Couldn't release context\n");
-		return 1;
-	}
 	free(ctx->buf);
 	free(ctx);
 	return 0;
@@ -618,14 +345,7 @@ static int find_qp(const struct pp_ctx *ctx, uint32_t qpn)
 
 static void usage(const char *argv0)
 {
-	printf("Usage:\n");
-	printf("  %s            start a server and wait for connection\n", argv0);
-	printf("  %s <host>     connect to server at <host>\n", argv0);
-	printf("\n");
-	printf("Options:\n");
-	printf("  -p, --port=<port>      listen on/connect to port <port> (default 18515)\n");
-	printf("  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n");
-	printf("  -i, --ib-port=<port>   use port <port> of IB device (default 1)\n");
+	pp_usage_start(argv0);
 	printf("  -s, --size=<size>      size of message to exchange (default 4096)\n");
 	printf("  -m, --mtu=<size>       path MTU (default 1024)\n");
 	printf("  -q, --num-qp=<num>     number of QPs to use (default 16)\n");
@@ -638,15 +358,21 @@ static void usage(const char *argv0)
 	printf("  -c, --chk              validate received buffer\n");
 }
 
-static enum ibv_mtu mtu_from_bytes(long bytes)
+/* The options only srq_pingpong has, and -s (see pp_parse_args()). */
+static int own_opt(int c, const char *arg)
 {
-	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	default: return 0;
+	switch (c) {
+	case 's':	/* as the original: at least one byte */
+		opt.size = (unsigned int)strtoul(arg, NULL, 0);
+		return opt.size < 1 ? -1 : 0;
+	case 'q':
+		srq_opt.num_qp = (unsigned int)strtoul(arg, NULL, 0);
+		return 0;
+	case 'o':
+		srq_opt.odp = 1;
+		return 0;
+	default:
+		return 1;
 	}
 }
 
@@ -668,111 +394,13 @@ static int parse_args(int argc, char *argv[])
 		{ "chk",      no_argument,       NULL, 'c' },
 		{ NULL, 0, NULL, 0 }
 	};
-	int c;
 
-	while ((c = getopt_long(argc, argv, "p:d:i:s:m:q:r:n:l:eog:c",
-				longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			opt.tcp_port = (unsigned int)strtoul(optarg, NULL, 0);
-			if (opt.tcp_port > 65535)
-				goto bad;
-			break;
-		case 'd':
-			opt.ib_devname = optarg;
-			break;
-		case 'i':
-			opt.ib_port = (int)strtol(optarg, NULL, 0);
-			if (opt.ib_port < 1)
-				goto bad;
-			break;
-		case 's':
-			opt.size = (unsigned int)strtoul(optarg, NULL, 0);
-			if (opt.size < 1)
-				goto bad;
-			break;
-		case 'm':
-			opt.mtu = mtu_from_bytes(strtol(optarg, NULL, 0));
-			if (!opt.mtu)
-				goto bad;
-			break;
-		case 'q':
-			opt.num_qp = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'r':
-			opt.rx_depth = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'n':
-			opt.iters = (unsigned int)strtoul(optarg, NULL, 0);
-			break;
-		case 'l':
-			opt.sl = (int)strtol(optarg, NULL, 0);
-			break;
-		case 'e':
-			opt.use_event++;
-			break;
-		case 'g':
-			opt.gidx = (int)strtol(optarg, NULL, 0);
-			break;
-		case 'o':
-			opt.odp = 1;
-			break;
-		case 'c':
-			opt.check = 1;
-			break;
-		default:
-			goto bad;
-		}
+	if (pp_parse_args(&opt, argc, argv, "p:d:i:s:m:q:r:n:l:eog:c",
+			  longopts, own_opt)) {
+		usage(argv[0]);
+		return 1;
 	}
-	if (optind == argc - 1)
-		opt.servername = argv[optind];
-	else if (optind < argc)
-		goto bad;
 	return 0;
-bad:
-	usage(argv[0]);
-	return 1;
-}
-
-/*
- * -c: the client marks the first byte of every page with
- * (page % sizeof(char)), i.e. 0, of a buffer that is all zeros; the server
- * checks what it received last. As the original, only that first byte is
- * looked at (a peer's buffer is all zeros anyway): every byte of the page
- * is checked here.
- */
-static void mark_buffer(struct pp_ctx *ctx)
-{
-	for (long off = 0; off < ctx->size; off += page_sz)
-		ctx->buf[off] = (char)(off / page_sz % (long)sizeof(char));
-}
-
-static void check_buffer(struct pp_ctx *ctx)
-{
-	for (long off = 0; off < ctx->size; off += page_sz) {
-		long end = off + page_sz < ctx->size ? off + page_sz : ctx->size;
-		int bad = ctx->buf[off] !=
-			  (char)(off / page_sz % (long)sizeof(char));
-
-		for (long i = off + 1; i < end && !bad; i++)
-			bad = ctx->buf[i] != 0;
-		if (bad)
-			printf("invalid data in page %ld\n", off / page_sz);
-	}
-}
-
-static struct ibv_device *pick_device(struct ibv_device **list)
-{
-	if (!opt.ib_devname) {
-		if (!list[0])
-			fprintf(stderr, "No IB devices found\n");
-		return list[0];
-	}
-	for (int i = 0; list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), opt.ib_devname))
-			return list[i];
-	fprintf(stderr, "IB device %s not found\n", opt.ib_devname);
-	return NULL;
 }
 
 int main(int argc, char *argv[])
@@ -786,32 +414,28 @@ int main(int argc, char *argv[])
 	int routs, num_wc, cq_events = 0;
 
 	srand48((long)getpid() * (long)time(NULL));
+	pp_opts_init(&opt);
 	if (parse_args(argc, argv))
 		return 1;
-	if (opt.num_qp > opt.rx_depth) {
+	if (srq_opt.num_qp > opt.rx_depth) {
 		fprintf(stderr, "rx_depth %d is too small for %d QPs -- "
 			"must have at least one receive per QP.\n",
-			(int)opt.rx_depth, (int)opt.num_qp);
+			(int)opt.rx_depth, (int)srq_opt.num_qp);
 		return 1;
 	}
-	if (opt.num_qp >= MAX_QP) {
+	if (srq_opt.num_qp >= MAX_QP) {
 		fprintf(stderr, "num_qp %d must be less than %d\n",
-			(int)opt.num_qp, MAX_QP - 1);
+			(int)srq_opt.num_qp, MAX_QP - 1);
 		return 1;
 	}
-	num_wc = (int)(opt.num_qp + opt.rx_depth);
+	num_wc = (int)(srq_opt.num_qp + opt.rx_depth);
 	wc = calloc((size_t)num_wc, sizeof(*wc));
 	if (!wc)
 		return 1;
 	page_sz = sysconf(_SC_PAGESIZE);
 
-	devs = ibv_get_device_list(NULL);
-	if (!devs) {
-		perror("Failed to get IB devices list");
-		return 1;
-	}
-	dev = pick_device(devs);
-	if (!dev)
+	devs = pp_get_device(&opt, &dev);
+	if (!devs)
 		return 1;
 	ctx = ctx_create(dev);
 	if (!ctx)
@@ -826,10 +450,8 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "Couldn't request CQ notification\n");
 		return 1;
 	}
-	if (ibv_query_port(ctx->verbs, (uint8_t)opt.ib_port, &ctx->port_attr)) {
-		fprintf(stderr, "Couldn't get port info\n");
+	if (pp_get_port_info(ctx->verbs, &opt, &ctx->port_attr))
 		return 1;
-	}
 	for (int i = 0; i < ctx->num_qp; i++) {
 		local[i].qpn = ctx->qp[i]->qp_num;
 		local[i].psn = (unsigned int)(lrand48() & 0xffffff);
@@ -846,20 +468,20 @@ int main(int argc, char *argv[])
 				opt.gidx);
 			return 1;
 		}
-		print_addr("local address: ", &local[i]);
+		pp_print_addr("local address: ", &local[i]);
 	}
 
 	if (opt.servername ? exchange_client(local, remote)
 			   : exchange_server(ctx, local, remote))
 		return 1;
 	for (int i = 0; i < ctx->num_qp; i++)
-		print_addr("remote address:", &remote[i]);
+		pp_print_addr("remote address:", &remote[i]);
 	if (opt.servername && connect_ctx(ctx, local, remote))
 		return 1;
 
 	if (opt.servername) {
-		if (opt.check)
-			mark_buffer(ctx);
+		if (opt.check)	/* 0 at the start of each page (all zeros) */
+			pp_mark_buffer(ctx->buf, ctx->size, page_sz);
 		for (int i = 0; i < ctx->num_qp; i++) {
 			if (post_send(ctx, i)) {
 				fprintf(stderr, "Couldn't post send\n");
@@ -879,42 +501,18 @@ int main(int argc, char *argv[])
 	while (rcnt < opt.iters || scnt < opt.iters) {
 		int ne;
 
-		if (opt.use_event) {
-			struct ibv_cq *ev_cq;
-			void *ev_ctx;
-
-			if (ibv_get_cq_event(ctx->channel, &ev_cq, &ev_ctx)) {
-				fprintf(stderr, "Failed to get cq_event\n");
-				return 1;
-			}
-			cq_events++;
-			if (ev_cq != ctx->cq) {
-				fprintf(stderr, "CQ event for unknown CQ %p\n",
-					(void *)ev_cq);
-				return 1;
-			}
-			if (ibv_req_notify_cq(ctx->cq, 0)) {
-				fprintf(stderr, "Couldn't request CQ notification\n");
-				return 1;
-			}
-		}
-		do {
-			ne = ibv_poll_cq(ctx->cq, num_wc, wc);
-			if (ne < 0) {
-				fprintf(stderr, "poll CQ failed %d\n", ne);
-				return 1;
-			}
-		} while (!opt.use_event && ne < 1);
+		if (opt.use_event &&
+		    pp_get_cq_event(ctx->channel, ctx->cq, &cq_events))
+			return 1;
+		ne = pp_poll_cq(ctx->cq, num_wc, wc, opt.use_event);
+		if (ne < 0)
+			return 1;
 
 		for (int i = 0; i < ne; i++) {
 			int q;
 
-			if (wc[i].status != IBV_WC_SUCCESS) {
-				fprintf(stderr, "Failed status %s (%d) for wr_id %d\n",
-					ibv_wc_status_str(wc[i].status),
-					wc[i].status, (int)wc[i].wr_id);
+			if (pp_check_wc(wc[i].status, wc[i].wr_id))
 				return 1;
-			}
 			q = find_qp(ctx, wc[i].qp_num);
 			if (q < 0) {
 				fprintf(stderr, "Couldn't find QPN %06x\n",
@@ -957,18 +555,10 @@ int main(int argc, char *argv[])
 		perror("gettimeofday");
 		return 1;
 	}
-	{
-		double usec = (double)(t1.tv_sec - t0.tv_sec) * 1e6 +
-			      (double)(t1.tv_usec - t0.tv_usec);
-		long long bytes = (long long)opt.size * opt.iters * 2;
-
-		printf("%lld bytes in %.2f seconds = %.2f Mbit/sec\n",
-		       bytes, usec / 1e6, (double)bytes * 8. / usec);
-		printf("%d iters in %.2f seconds = %.2f usec/iter\n",
-		       (int)opt.iters, usec / 1e6, usec / opt.iters);
-		if (!opt.servername && opt.check)
-			check_buffer(ctx);
-	}
+	pp_print_rate(&t0, &t1, &opt);
+	/* -c: the server checks what it received last */
+	if (!opt.servername && opt.check)
+		pp_check_buffer(ctx->buf, ctx->size, page_sz, 0);
 
 	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
 	if (ctx_destroy(ctx))

@@ -1,27 +1,29 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 #
-# Shared machinery of the ud_pingpong and srq_pingpong end-to-end tests
-# (the approach of rc_pingpong_test.sh): a server and a client process,
-# each with its own EAL, joined by a DPDK memif pair; the out-of-band
-# exchange over 127.0.0.1 on a free TCP port; every process under
-# timeout; a trap that kills what is left and removes the memif socket and
-# the EAL runtime directories; per-run logs (kept with DROCE_TEST_KEEP=1).
+# Shared machinery of the rc_pingpong, ud_pingpong and srq_pingpong
+# end-to-end tests: a server and a client process, each with its own EAL,
+# joined by a DPDK memif pair; the out-of-band exchange over 127.0.0.1 on
+# a free TCP port; every process under timeout; a trap that kills what is
+# left and removes the memif socket and the EAL runtime directories;
+# per-run logs (kept with DROCE_TEST_KEEP=1).
 #
 # The sourcing script sets, before sourcing:
-#   NAME    short name for temporary files ("udpp", "srqpp")
+#   NAME    short name for temporary files ("rcpp", "udpp", "srqpp")
 #   BIN     the program under test
 #   PROBE   test/examples/memif_probe
 #   MODE    the mode it runs
 #   BUDGET  seconds for the whole invocation
 # and then uses:
-#   probe_memif, need_frame <path mtu>
+#   probe_memif, need_frame <path mtu> [<extended transport header bytes,
+#       default 8 (UD's DETH); 0 for RC>]
 #   run_pair <label> <device mtu> "<server args>" "<client args>"
 #       -> RUN_DIR (server.out/.err, client.out/.err), SRC, CRC (exit codes);
 #          0 when both exited 0
 #   run_one <label> <expected rc> <stderr regex> <args...>  (one process
 #       on the embedded ring pair, no memif)
-#   fail <message>, show_logs <dir>, exit_note <rc>, finish
+#   check_result <out> <size> <iters> <role>  (the result lines)
+#   fail <message>, show_logs <dir>, exit_note <rc>, free_port, finish
 #
 # Environment (optional): DROCE_TEST_EAL_MEM, DROCE_TEST_KEEP,
 # DROCE_TEST_GID_INDEX (-g for both sides, default 1: the IPv4-mapped GID),
@@ -172,9 +174,11 @@ probe_memif() {
 	MAX_FRAME=${MAX_FRAME:-0}
 }
 
-# Ethernet 14 + IP 20 + UDP 8 + BTH 12 + DETH 8 + payload + ICRC 4 + FCS 4
-need_frame() { # <path mtu>
-	local need=$(($1 + 14 + 20 + 8 + 12 + 8 + 4 + 4))
+# A RoCEv2 packet with a full path-MTU payload needs at least Ethernet 14
+# + IP 20 + UDP 8 + BTH 12 + extended transport header (UD: DETH 8, RC: 0)
+# + payload + ICRC 4 + FCS 4 bytes.
+need_frame() { # <path mtu> [<extended transport header bytes, default 8>]
+	local need=$(($1 + 14 + 20 + 8 + 12 + ${2:-8} + 4 + 4))
 	if [ "$MAX_FRAME" -gt 0 ] && [ "$MAX_FRAME" -lt $need ]; then
 		echo "SKIPPED: the memif PMD takes frames of at most $MAX_FRAME bytes;" \
 		     "path MTU $1 needs $need or more"
