@@ -265,14 +265,6 @@ io_eal_mem() {
 	fi
 }
 
-# io_droce_env <core> <file prefix>: the environment for a plain verbs
-# program on droce over the namespace's DPDK veth (for env(1))
-io_droce_env() {
-	echo "DROCE_EAL_ARGS=-l $1 $(io_eal_mem) --no-pci --file-prefix $2" \
-	     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
-	echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=app"
-}
-
 # io_preflight: can this host do it at all? Prints the reason and returns
 # 1 when it cannot.
 io_preflight() {
@@ -285,5 +277,392 @@ io_preflight() {
 			--no-install-recommends qemu-system-x86 >&2 ||
 			{ echo "qemu-system-x86_64 missing and apt-get install failed"; return 1; }
 	fi
+	return 0
+}
+
+# ----------------------------------------------------------------------
+# Test-script scaffolding shared by the test_*_rxe.sh scripts: set-up (one
+# guest boot per script, or a running peer), bookkeeping of failures and
+# time, captures, the droce modes, and the two ways round of a pair run.
+
+IO_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+IO_FAILS=0
+IO_RUN=0
+IO_WORK=
+IO_BUDGET=${IO_BUDGET:-300}	# seconds for everything after the guest build
+IO_START=$SECONDS
+IO_T0=$SECONDS
+IO_CAPTURE_PIDS=()
+IO_REUSE=0			# 1: DROCE_INTEROP_NS, someone else's peer
+IO_RXE_MTU=
+IO_DROCE_MAC=
+IO_GRC=
+IO_DRC=
+IO_HW=/sys/class/infiniband/rxe0/ports/1/hw_counters
+
+io_fail() {
+	echo "FAIL: $*"
+	IO_FAILS=$((IO_FAILS + 1))
+}
+
+# io_remaining: seconds left in the budget (at least 1)
+io_remaining() {
+	local r=$((IO_BUDGET - (SECONDS - IO_T0)))
+	[ $r -lt 1 ] && r=1
+	echo $r
+}
+
+# io_limit <seconds>: that, or what is left of the budget if less
+io_limit() {
+	local r
+	r=$(io_remaining)
+	[ "$1" -lt "$r" ] && r=$1
+	echo "$r"
+}
+
+# io_show <file>...: the end of each non-empty file
+io_show() {
+	local f
+	for f in "$@"; do
+		[ -s "$f" ] || continue
+		echo "---- ${f#"$IO_WORK"/}"
+		tail -n 15 "$f"
+	done
+}
+
+# io_guest_diag: rxe's counters (non-zero) and the end of the guest's dmesg
+io_guest_diag() {
+	echo "---- guest rxe0 counters (non-zero) and dmesg"
+	io_guest_run 10 "cd $IO_HW && grep . * | grep -v ':0\$'; dmesg | tail -n 8" 2>&1 |
+		sed 's/^/  /'
+}
+
+# io_start_captures: tcpdump on the RoCE bridge (droce's side: ARP and
+# RoCE, rxe.pcap) and on the out-of-band bridge (the programs' TCP
+# exchanges, not the agent's: oob.pcap)
+io_start_captures() {
+	command -v tcpdump >/dev/null 2>&1 || return 0
+	nsx tcpdump -i dr-droce-br -s 0 -U --immediate-mode -w "$IO_WORK/rxe.pcap" \
+		'arp or udp port 4791' >"$IO_WORK/tcpdump-rxe.log" 2>&1 &
+	IO_CAPTURE_PIDS+=($!)
+	nsx tcpdump -i dr-oob-br -s 0 -U --immediate-mode -w "$IO_WORK/oob.pcap" \
+		"tcp and not port $IO_AGENT_PORT" >"$IO_WORK/tcpdump-oob.log" 2>&1 &
+	IO_CAPTURE_PIDS+=($!)
+}
+
+io_stop_captures() {
+	local p
+	[ ${#IO_CAPTURE_PIDS[@]} -gt 0 ] || return 0
+	sleep 0.5
+	for p in "${IO_CAPTURE_PIDS[@]}"; do
+		io_kill_pid "$p"
+	done
+	IO_CAPTURE_PIDS=()
+}
+
+io_suite_cleanup() {
+	local rc=$? p
+	for p in "${IO_CAPTURE_PIDS[@]}"; do
+		io_kill_pid "$p"
+	done
+	IO_CAPTURE_PIDS=()
+	[ "$IO_REUSE" = 1 ] || io_shutdown_guest 2>/dev/null
+	io_cleanup
+	if [ -n "$IO_WORK" ] && [ -d "$IO_WORK" ]; then
+		if [ "$IO_FAILS" -gt 0 ] || [ -n "${DROCE_INTEROP_KEEP:-}" ]; then
+			echo "work directory kept: $IO_WORK (console.log, run*/, rxe.pcap, oob.pcap)"
+		else
+			rm -rf "$IO_WORK"
+		fi
+	fi
+	exit $rc
+}
+
+# io_suite_init: everything up to a guest whose agent answers and whose
+# rxe0 is ready, or exit: 77 with "SKIPPED: <why>" when QEMU or the guest
+# cannot be had, 1 when the guest comes up wrong. Installs the EXIT trap
+# (io_suite_cleanup). Sets IO_WORK, IO_T0 (the budget starts there),
+# IO_RXE_MTU and IO_DROCE_MAC.
+#
+# With DROCE_INTEROP_NS=<namespace>, it uses the peer already running there
+# (test/interop/boot-peer.sh -n <namespace>) instead of booting one, and
+# leaves it running.
+io_suite_init() {
+	local why rc ready out
+
+	if [ -n "${DROCE_INTEROP_SKIP:-}" ]; then
+		echo "SKIPPED: DROCE_INTEROP_SKIP is set"
+		exit 77
+	fi
+	IO_WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-interop.XXXXXX") || exit 1
+	trap io_suite_cleanup EXIT
+	trap 'echo "FAIL: interrupted"; IO_FAILS=$((IO_FAILS + 1)); exit 1' INT TERM HUP
+
+	if [ -n "${DROCE_INTEROP_NS:-}" ]; then
+		IO_NS=$DROCE_INTEROP_NS
+		IO_REUSE=1
+		if ! ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$IO_NS"; then
+			io_fail "DROCE_INTEROP_NS: no namespace $IO_NS"
+			exit 1
+		fi
+		if ! io_guest_run 5 true >/dev/null; then
+			io_fail "DROCE_INTEROP_NS: no agent answers in $IO_NS"
+			exit 1
+		fi
+		echo "peer: the guest already running in $IO_NS"
+		IO_T0=$SECONDS
+		io_start_captures
+	else
+		if ! why=$(io_preflight); then
+			echo "SKIPPED: $why"
+			exit 77
+		fi
+		IO_GUEST=$("$IO_HERE/build-guest.sh" -q 2>"$IO_WORK/build-guest.log")
+		rc=$?
+		if [ $rc -ne 0 ] || [ ! -f "$IO_GUEST/initrd.img" ]; then
+			tail -n 5 "$IO_WORK/build-guest.log"
+			echo "SKIPPED: the rxe guest could not be built (build-guest.sh exit $rc:" \
+			     "$(grep -v '^Get:\|^Fetched' "$IO_WORK/build-guest.log" | tail -n 1))"
+			exit 77
+		fi
+		echo "guest: $IO_GUEST ($(cat "$IO_GUEST/kernel-release"))"
+		IO_T0=$SECONDS
+		io_reap_stale
+		if ! io_netns_up 2>"$IO_WORK/netns.log"; then
+			echo "SKIPPED: cannot set up the network namespace: $(tail -n 1 "$IO_WORK/netns.log")"
+			exit 77
+		fi
+		io_start_captures
+		echo droce-agent >"$IO_WORK/guest-cmd"
+		io_boot "$IO_GUEST" "$IO_WORK/console.log" "$IO_WORK/guest-cmd"
+		if ! io_wait_serial "$IO_WORK/console.log" '^@@DROCE boot' 180; then
+			tail -n 5 "$IO_WORK/console.log.qemu" "$IO_WORK/console.log" 2>/dev/null
+			echo "SKIPPED: QEMU (TCG) did not boot the guest kernel within 180 s" \
+			     "($(tail -n 1 "$IO_WORK/console.log.qemu" 2>/dev/null))"
+			exit 77
+		fi
+		if ! io_wait_serial "$IO_WORK/console.log" '^@@DROCE agent' 120; then
+			io_fail "the guest booted but its agent never came up"
+			grep -a '@@DROCE' "$IO_WORK/console.log"
+			tail -n 20 "$IO_WORK/console.log"
+			exit 1
+		fi
+		ready=$(grep -a '^@@DROCE ready' "$IO_WORK/console.log" | tr -d '\r')
+		echo "booted in $((SECONDS - IO_T0)) s: ${ready#@@DROCE }"
+	fi
+
+	# rxe0's GID index 1 is the guest's IPv4-mapped address, RoCE v2
+	out=$(io_guest_run 10 "p=/sys/class/infiniband/rxe0/ports/1
+		echo \"gid1=\$(cat \$p/gids/1) type=\$(cat \$p/gid_attrs/types/1) state=\$(cat \$p/state)\"
+		ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/mtu=\1/p'")
+	case $out in
+	*"gid1=0000:0000:0000:0000:0000:ffff:c612:000b type=RoCE v2 state=4: ACTIVE"*) ;;
+	*)	io_fail "rxe0 in the guest: GID index 1 is not ::ffff:$IO_GUEST_ROCE_IP (RoCE v2, ACTIVE): $out"
+		exit 1 ;;
+	esac
+	IO_RXE_MTU=$(echo "$out" | sed -n 's/^mtu=//p')
+	echo "rxe0 active MTU: ${IO_RXE_MTU:-?}"
+	IO_DROCE_MAC=$(nsx cat "/sys/class/net/$IO_DROCE_IF/address")
+}
+
+# io_suite_end <name>: stop the guest and the captures, print the summary
+# line; returns 0 when nothing failed
+io_suite_end() {
+	[ "$IO_REUSE" = 1 ] || io_shutdown_guest
+	io_stop_captures
+	echo "interop $1: $IO_RUN run(s), $IO_FAILS failure(s), $((SECONDS - IO_START))s"
+	[ "$IO_FAILS" -eq 0 ]
+}
+
+# io_droce_env <mode> <tag>: the environment of a plain verbs program on
+# droce over the namespace's DPDK veth (two lines, for env(1)):
+#   engine  -l 0-1 and lcore=1: droce's engine on its own lcore
+#   app*    -l 1 and lcore=app: the engine runs in the program's verbs calls
+io_droce_env() {
+	local mem
+	mem=$(io_eal_mem)
+	if [ "${1%%-*}" = engine ]; then
+		echo "DROCE_EAL_ARGS=-l 0-1 $mem --no-pci --file-prefix drio$$-$2" \
+		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
+		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=1"
+	else
+		echo "DROCE_EAL_ARGS=-l 1 $mem --no-pci --file-prefix drio$$-$2" \
+		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
+		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=app"
+	fi
+}
+
+# io_guest_unpin: the guest forgets droce's MAC, the pinned (permanent)
+# entry of an earlier app mode too, which "ip neigh flush" alone keeps
+io_guest_unpin() {
+	io_guest_run 5 "/bin/ip neigh del $IO_DROCE_IP dev eth0 2>/dev/null
+		/bin/ip neigh flush dev eth0; true" >/dev/null
+}
+
+# io_mode_prepare <mode>: the guest's neighbour entry for droce as <mode>
+# needs it. engine and app-arp: nothing pinned (rxe ARPs, droce answers);
+# app: pinned, because nothing answers ARP while an lcore=app program
+# blocks in its TCP exchange (doc/interop.md). Returns 2 when the mode
+# cannot run here, 1 on failure.
+io_mode_prepare() {
+	case $1 in
+	engine)
+		if [ "$(nproc)" -lt 2 ]; then
+			echo "note: engine mode needs two cores; not run"
+			return 2
+		fi
+		io_guest_unpin
+		;;
+	app-arp)
+		io_guest_unpin
+		;;
+	app)
+		io_guest_run 5 "/bin/ip neigh replace $IO_DROCE_IP lladdr $IO_DROCE_MAC dev eth0 nud permanent" \
+			>/dev/null || { io_fail "app: cannot pin the guest's neighbour entry"; return 1; }
+		;;
+	*)
+		io_fail "unknown mode $1"
+		return 1
+		;;
+	esac
+	return 0
+}
+
+# io_hw_wrap <shell command>: the command with rxe0's hw_counters printed
+# before ("@@hw0 <name>:<value>") and after ("@@hw1 ..."); its exit status
+# kept. io_hw_split takes them out of the output again.
+io_hw_wrap() {
+	printf '(cd %s && grep . * | sed "s/^/@@hw0 /")\n%s\nrc=$?\n(cd %s && grep . * | sed "s/^/@@hw1 /")\nexit $rc\n' \
+		"$IO_HW" "$1" "$IO_HW"
+}
+
+# io_hw_split <output file>: the @@hw lines moved out of it; the counters
+# that changed, "<name> +<delta>", in <output file>.hw
+io_hw_split() {
+	local f=$1
+	awk '$1 == "@@hw0" || $1 == "@@hw1" {
+		split($2, kv, ":"); v[$1, kv[1]] = kv[2]; n[kv[1]] = 1; next }
+	     { print > "/dev/stderr" }
+	     END { for (k in n) if (("@@hw1", k) in v && v["@@hw1", k] != v["@@hw0", k])
+			printf "%s +%d\n", k, v["@@hw1", k] - v["@@hw0", k] }' \
+		"$f" 2>"$f.tmp" | sort >"$f.hw"
+	mv "$f.tmp" "$f"
+}
+
+# io_hw_check <output file> <label>: rxe's error counters over the run
+# (from io_hw_split): failures (send_err, retry_exceeded_err,
+# retry_rnr_exceeded_err, link_downed) fail; anything else that is not
+# plain traffic (duplicate_request, out_of_seq_request, rcvd_seq_err,
+# *rnr*, completer_retry_err ...) is printed as a note
+io_hw_check() {
+	local f=$1.hw name d
+	[ -f "$f" ] || return 0
+	while read -r name d; do
+		case $name in
+		sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs|ack_deferred|lifespan) ;;
+		send_err|retry_exceeded_err|retry_rnr_exceeded_err|link_downed)
+			io_fail "$2: rxe0 $name $d" ;;
+		*)	echo "note: $2: rxe0 $name $d" ;;
+		esac
+	done <"$f"
+}
+
+# io_guest_wait_listen <port> <job id> <seconds>: until a TCP socket
+# listens on <port> in the guest (0), the job has ended (3) or time is up (2)
+io_guest_wait_listen() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	io_guest_run $(($3 + 2)) "i=0
+		while [ \$i -lt $(($3 * 10)) ]; do
+			grep -q ':$hex 00000000:0000 0A' /proc/net/tcp && exit 0
+			[ -e /tmp/jobs/$2.rc ] && exit 3
+			sleep 0.1; i=\$((i + 1))
+		done
+		exit 2" >/dev/null
+}
+
+# io_pair_rxe_server <mode> <dir> <port> <guest command> <program> [args...]
+# rxe serves: the guest command runs as a job in the guest (through
+# io_hw_wrap); once it listens on TCP <port>, <program> [args...] runs in
+# the namespace on droce (io_droce_env <mode>) as the client, 60 s at most.
+# Then the job gets 40 s to finish (5 s if the client failed), or is
+# killed. Leaves <dir>/rxe.out (and .hw), droce.out, droce.err; the exit
+# codes in IO_GRC (124: still running, killed) and IO_DRC.
+io_pair_rxe_server() {
+	local mode=$1 dir=$2 port=$3 gcmd=$4 id env1 env2 t
+	shift 4
+	IO_RUN=$((IO_RUN + 1))
+	id=job$IO_RUN
+	IO_GRC=125
+	IO_DRC=125
+	mkdir -p "$dir"
+	printf '%s\n' "$gcmd" >"$dir/rxe.cmd"
+	printf '%s\n' "$*" >"$dir/droce.cmd"
+	if ! io_guest_start "$id" "$(io_hw_wrap "$gcmd")"; then
+		echo "the guest job did not start" >"$dir/rxe.out"
+		return 1
+	fi
+	io_guest_wait_listen "$port" "$id" 20
+	{ read -r env1; read -r env2; } < <(io_droce_env "$mode" "$IO_RUN")
+	nsx env "$env1" "$env2" timeout -k 3 "$(io_limit 60)" "$@" \
+		>"$dir/droce.out" 2>"$dir/droce.err"
+	IO_DRC=$?
+	t=5
+	[ $IO_DRC -eq 0 ] && t=40
+	io_guest_wait "$id" "$(io_limit $t)" >"$dir/rxe.out" 2>&1
+	IO_GRC=$?
+	[ $IO_GRC -eq 124 ] && io_guest_kill "$id"
+	io_hw_split "$dir/rxe.out"
+	return 0
+}
+
+# io_pair_droce_server <mode> <dir> <port> <guest command> <program> [args...]
+# droce serves: <program> [args...] in the namespace on droce; once it
+# listens on TCP <port> there, the guest command (the client) runs in the
+# guest, 40 s at most. Output files and IO_GRC/IO_DRC as
+# io_pair_rxe_server (IO_DRC 143: killed after the client failed).
+io_pair_droce_server() {
+	local mode=$1 dir=$2 port=$3 gcmd=$4 spid env1 env2
+	shift 4
+	IO_RUN=$((IO_RUN + 1))
+	IO_GRC=125
+	IO_DRC=125
+	mkdir -p "$dir"
+	printf '%s\n' "$gcmd" >"$dir/rxe.cmd"
+	printf '%s\n' "$*" >"$dir/droce.cmd"
+	{ read -r env1; read -r env2; } < <(io_droce_env "$mode" "$IO_RUN")
+	nsx env "$env1" "$env2" timeout -k 3 "$(io_limit 60)" "$@" \
+		>"$dir/droce.out" 2>"$dir/droce.err" &
+	spid=$!
+	IO_PIDS+=("$spid")
+	for _ in $(seq 1 150); do
+		io_port_listening "$port" && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if ! io_port_listening "$port"; then
+		echo "droce's server does not listen on TCP $port" >>"$dir/droce.err"
+		io_kill_pid "$spid"
+		IO_PIDS=()
+		IO_DRC=143
+		return 1
+	fi
+	io_guest_run "$(io_limit 40)" "$(io_hw_wrap "$gcmd")" >"$dir/rxe.out" 2>&1
+	IO_GRC=$?
+	io_hw_split "$dir/rxe.out"
+	if [ $IO_GRC -ne 0 ]; then
+		for _ in $(seq 1 30); do
+			kill -0 "$spid" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+	if [ $IO_GRC -ne 0 ] && kill -0 "$spid" 2>/dev/null; then
+		io_kill_pid "$spid"
+		IO_DRC=143
+	else
+		wait "$spid"
+		IO_DRC=$?
+	fi
+	IO_PIDS=()
 	return 0
 }

@@ -1,0 +1,260 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Interop: app/droce-perf against the real perftest (Debian's 4.5+0.17,
+# which calls itself 6.06) on Linux Soft-RoCE (rdma_rxe) in a QEMU (TCG)
+# guest, both ways round: ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw
+# (-A CMP_AND_SWAP and -A FETCH_AND_ADD) and ib_write_lat, with perftest's
+# own out-of-band TCP exchange (versions, system data, MTU, the 108-byte
+# address "hand shakes", the bandwidth report, "done"). One guest boot
+# serves every run (lib.sh: io_suite_init).
+#
+# usage: test_perftest_rxe.sh <droce-perf>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>" on stdout)
+#
+# Each run checks:
+#  - both exit 0, and neither printed an error line;
+#  - each side printed its result row, with #bytes = the message size (8
+#    for atomics) and #iterations = -n, every figure a plain number; for
+#    *_bw but send_bw the server's row is the client's (it comes over the
+#    report exchange); ib_write_lat's server measures on its own;
+#  - the address exchange: each side's "remote address" line and GID line
+#    are the other's "local address" and GID lines, and the GIDs are the
+#    IPv4-mapped ones (::ffff:198.18.0.11 rxe, ::ffff:198.18.0.1 droce);
+#  - droce-perf --check (when it has it: the client completed every WR; a
+#    send_bw server received iters messages of the right size) and --kv
+#    (bytes = size * iters on the measuring side, errors=0; retransmits,
+#    timeouts and NAKs are printed as notes). Not --check on a droce
+#    atomic_bw FETCH_AND_ADD server: it expects every FETCH_AND_ADD on one
+#    counter, but perftest's client moves the remote address on by a cache
+#    line per operation (perftest_resources.h: increase_rem_addr), so with
+#    perftest as the client each counter is 1;
+#  - rxe0's error counters did not move (lib.sh: io_hw_check).
+#
+# Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
+# pinned; droce-perf also turns its engine while it waits on TCP).
+#
+# Environment (optional): DROCE_INTEROP_ITERS (-n, default 20),
+# DROCE_INTEROP_MODES (default "engine app"), DROCE_INTEROP_PERF_TESTS (a
+# subset of the names below), and those of lib.sh (DROCE_INTEROP_SKIP,
+# DROCE_INTEROP_KEEP, DROCE_INTEROP_NS, DROCE_INTEROP_CACHE,
+# DROCE_TEST_EAL_MEM).
+
+set -u
+
+BIN=${1:?usage: $0 <droce-perf>}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ITERS=${DROCE_INTEROP_ITERS:-20}
+MODES=${DROCE_INTEROP_MODES:-engine app}
+PORT=18520
+
+# name  perftest test  size  extra arguments (":" for a space, "-" none)
+TESTS_ALL="
+write_bw     write_bw   4096   -
+write_bw64k  write_bw   65536  -
+read_bw      read_bw    4096   -
+send_bw      send_bw    4096   -
+cas_bw       atomic_bw  8      -A:CMP_AND_SWAP
+faa_bw       atomic_bw  8      -A:FETCH_AND_ADD
+write_lat    write_lat  64     -
+"
+TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
+
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+IO_LOG_PREFIX=interop-perftest
+IO_BUDGET=200		# seconds after the guest build (a run takes about 70)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+if [ -n "${DROCE_INTEROP_SKIP:-}" ]; then
+	echo "SKIPPED: DROCE_INTEROP_SKIP is set"
+	exit 77
+fi
+if [ ! -x "$BIN" ]; then
+	echo "FAIL: $BIN is not executable"
+	exit 1
+fi
+# droce-perf is usable when its usage says it is (no EAL needed for that)
+HELP=$(timeout 10 "$BIN" --help 2>&1)
+rc=$?
+if [ $rc -ne 0 ] || ! printf '%s\n' "$HELP" | grep -q 'write_bw'; then
+	echo "SKIPPED: '$BIN --help' exits $rc or lists no tests: $(printf '%s\n' "$HELP" | tail -n 1)"
+	exit 77
+fi
+DX_CHECK=
+DX_KV=
+printf '%s\n' "$HELP" | grep -q -- '--check' && DX_CHECK=--check
+printf '%s\n' "$HELP" | grep -q -- '--kv' && DX_KV=--kv
+
+io_suite_init
+echo "droce-perf: $("$BIN" write_bw -V 2>&1 | head -n 1)${DX_CHECK:+, }$DX_CHECK${DX_KV:+ }$DX_KV"
+
+# ------------------------------------------------------------- checks
+
+# row <out>: the last result row ("#bytes #iterations ...")
+row() {
+	grep -E '^ +[0-9]+ +[0-9]+ +[-+0-9.a-z]+' "$1" | tail -n 1
+}
+
+# addr <out> <local|remote>: the address line and the GID line after it
+addr() {
+	awk -v w="$2" '$1 == w && $2 == "address:" { sub(/^ *[a-z]+ address: */, ""); a = $0
+		getline; sub(/^ *GID: */, ""); print a " | GID " $0; exit }' "$1"
+}
+
+# gid <dotted> -> perftest's GID text for ::ffff:<dotted>
+gid_text() {
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '00:00:00:00:00:00:00:00:00:00:255:255:%02d:%02d:%02d:%02d' "$1" "$2" "$3" "$4"
+}
+
+# check_row <out> <label> <size>: #bytes, #iterations, numbers only
+check_row() {
+	local r lbl=$2
+	r=$(row "$1")
+	if [ -z "$r" ]; then
+		io_fail "$lbl: no result row"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	set -- "$2" "$3" $r
+	[ "$3" = "$2" ] || io_fail "$1: #bytes $3, expected $2"
+	[ "$4" = "$ITERS" ] || io_fail "$1: #iterations $4, expected $ITERS"
+	shift 2
+	while [ $# -gt 0 ]; do
+		case $1 in
+		*[!0-9.]*|"") io_fail "$lbl: result row '$r': '$1' is not a number" ;;
+		esac
+		shift
+	done
+	return 0
+}
+
+# check_errors <file> <label>: no error lines (EAL's notes are not)
+check_errors() {
+	local l
+	l=$(grep -Ei 'error|fail|couldn|unable|unrecognized|not compatible|incompatib|check:' "$1" |
+		grep -v '^EAL: \|^TELEMETRY: \|^DROCE_PERF ' | head -n 3)
+	[ -z "$l" ] || io_fail "$2: $(echo "$l" | tr '\n' '|')"
+}
+
+# check_kv <droce out> <label> <bytes>: droce-perf's --kv summary
+check_kv() {
+	local kv v n
+	kv=$(grep '^DROCE_PERF ' "$1" | tail -n 1)
+	[ -n "$kv" ] || return 0
+	# bandwidth lines have bytes=, latency lines do not
+	v=$(echo "$kv" | tr ' ' '\n' | sed -n 's/^bytes=//p')
+	[ -z "$v" ] || [ "$v" = "$3" ] || io_fail "$2: droce-perf --kv bytes=$v, expected $3"
+	v=$(echo "$kv" | tr ' ' '\n' | sed -n 's/^errors=//p')
+	[ "${v:-0}" = 0 ] || io_fail "$2: droce-perf --kv errors=$v"
+	for n in c_retransmits c_timeouts c_naks c_rnr_naks; do
+		v=$(echo "$kv" | tr ' ' '\n' | sed -n "s/^$n=//p")
+		[ "${v:-0}" = 0 ] || echo "note: $2: droce $n=$v"
+	done
+}
+
+# check_pair <label> <dir> <test> <size> <server: rxe|droce>
+check_pair() {
+	local label=$1 dir=$2 t=$3 size=$4 s=$5 c before=$IO_FAILS src crc
+	local sout cout
+	if [ "$s" = rxe ]; then
+		c=droce; src=$IO_GRC; crc=$IO_DRC
+		sout=$dir/rxe.out; cout=$dir/droce.out
+	else
+		c=rxe; src=$IO_DRC; crc=$IO_GRC
+		sout=$dir/droce.out; cout=$dir/rxe.out
+	fi
+	[ "$src" -eq 0 ] || io_fail "$label: $s server exit code $src$([ "$src" -eq 124 ] && echo ' (still running: killed)')"
+	[ "$crc" -eq 0 ] || io_fail "$label: $c client exit code $crc"
+	check_errors "$dir/rxe.out" "$label (rxe)"
+	check_errors "$dir/droce.out" "$label (droce)"
+	check_errors "$dir/droce.err" "$label (droce stderr)"
+	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
+		check_row "$cout" "$label ($c client)" "$size"
+		case $t in
+		write_lat|send_bw)
+			# the server measures on its own
+			check_row "$sout" "$label ($s server)" "$size" ;;
+		*)	check_row "$sout" "$label ($s server)" "$size"
+			[ "$(row "$sout")" = "$(row "$cout")" ] ||
+				io_fail "$label: the server's row '$(row "$sout")' is not the client's '$(row "$cout")'" ;;
+		esac
+		[ "$(addr "$dir/rxe.out" remote)" = "$(addr "$dir/droce.out" local)" ] ||
+			io_fail "$label: rxe's remote address '$(addr "$dir/rxe.out" remote)' is not droce's local '$(addr "$dir/droce.out" local)'"
+		[ "$(addr "$dir/droce.out" remote)" = "$(addr "$dir/rxe.out" local)" ] ||
+			io_fail "$label: droce's remote address '$(addr "$dir/droce.out" remote)' is not rxe's local '$(addr "$dir/rxe.out" local)'"
+		case $(addr "$dir/droce.out" local) in
+		*"GID $(gid_text "$IO_DROCE_IP")") ;;
+		*) io_fail "$label: droce's local GID: $(addr "$dir/droce.out" local)" ;;
+		esac
+		case $(addr "$dir/rxe.out" local) in
+		*"GID $(gid_text "$IO_GUEST_ROCE_IP")") ;;
+		*) io_fail "$label: rxe's local GID: $(addr "$dir/rxe.out" local)" ;;
+		esac
+		check_kv "$dir/droce.out" "$label" $((size * ITERS))
+	fi
+	io_hw_check "$dir/rxe.out" "$label"
+	if [ $IO_FAILS -ne "$before" ]; then
+		io_show "$dir"/*.out "$dir"/*.err
+		io_guest_diag
+	else
+		printf 'ok   %-52s %s\n' "$label" "$(row "$cout" | awk '{$1 = $1; print}')"
+	fi
+}
+
+# run <mode> <name> <rxe|droce: the server>
+run() {
+	local mode=$1 name=$2 line t size extra label dir dx
+	line=$(echo "$TESTS_ALL" | awk -v n="$name" '$1 == n')
+	if [ -z "$line" ]; then
+		io_fail "unknown test $name"
+		return
+	fi
+	# shellcheck disable=SC2086
+	set -- "$1" "$2" "$3" $line
+	t=$5
+	size=$6
+	extra=${7//:/ }
+	[ "$extra" = - ] && extra=
+	[ "$t" = atomic_bw ] || extra="$extra -s $size"
+	dir=$IO_WORK/run$((IO_RUN + 1))
+	label="$mode $name: $3 server"
+	if [ "$(io_remaining)" -le 8 ]; then
+		io_fail "$label: out of time budget (${IO_BUDGET}s)"
+		return
+	fi
+	dx="$DX_KV"
+	# see the top: droce-perf's FETCH_AND_ADD server check does not
+	# hold against perftest's client
+	[ "$3" = droce ] && [ "$name" = faa_bw ] || dx="$dx $DX_CHECK"
+	local args="-x 1 -F -p $PORT -n $ITERS $extra"
+	if [ "$3" = rxe ]; then
+		# shellcheck disable=SC2086
+		io_pair_rxe_server "$mode" "$dir" "$PORT" "ib_$t -d rxe0 $args" \
+			"$BIN" "$t" $args $dx "$IO_GUEST_OOB_IP" ||
+			{ io_fail "$label: the guest job did not start"; return; }
+	else
+		# shellcheck disable=SC2086
+		if ! io_pair_droce_server "$mode" "$dir" "$PORT" \
+			"ib_$t -d rxe0 $args $IO_HOST_OOB_IP" \
+			"$BIN" "$t" $args $dx; then
+			io_fail "$label: droce-perf does not listen on $PORT"
+			io_show "$dir"/*
+			return
+		fi
+	fi
+	check_pair "$label" "$dir" "$t" "$size" "$3"
+}
+
+for mode in $MODES; do
+	io_mode_prepare "$mode" || continue
+	for name in $TESTS; do
+		run "$mode" "$name" rxe
+		run "$mode" "$name" droce
+	done
+done
+
+io_suite_end perftest
