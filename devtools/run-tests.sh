@@ -17,6 +17,19 @@
 #   DROCE_TEST_BUDGET         seconds for the whole meson test run (default:
 #                             no limit); tests still running are stopped and
 #                             the run counts one more failure
+#   DROCE_SANITIZE=1          also build everything with clang and
+#                             -Db_sanitize=address,undefined in
+#                             $DROCE_ASAN_BUILD_DIR (default build-asan) and
+#                             run the suites there (all but 'interop', and
+#                             the same meson test arguments), counted as one
+#                             test "sanitizer pass": leaks (LeakSanitizer,
+#                             DPDK-internal ones listed in test/lsan.supp),
+#                             memory errors and undefined behaviour fail it
+#                             (UB of reported, unfixed bugs is listed in
+#                             test/fuzz/known-ub.supp). About 5 minutes on 2
+#                             cores (default: 1 when CI=true, else 0).
+#                             DROCE_SANITIZE_BUDGET: seconds (default 1800);
+#                             DROCE_SANITIZE_TIMEOUT_MULTIPLIER (default 3).
 #   DROCE_BUILD_DIR and the hugepage knobs of devtools/setup.sh.
 #
 # Before and after the run, stale droce leftovers no process is using are
@@ -33,6 +46,10 @@ cd "$DROCE_ROOT" || exit 1
 if [[ -z ${DROCE_CLANG:-} ]]; then
 	if [[ ${CI:-} == true || ${CI:-} == 1 ]]; then DROCE_CLANG=1; else DROCE_CLANG=0; fi
 fi
+if [[ -z ${DROCE_SANITIZE:-} ]]; then
+	if [[ ${CI:-} == true || ${CI:-} == 1 ]]; then DROCE_SANITIZE=1; else DROCE_SANITIZE=0; fi
+fi
+DROCE_ASAN_BUILD_DIR=${DROCE_ASAN_BUILD_DIR:-build-asan}
 
 n_pass=0 n_fail=0 n_skip=0
 failed_names=()
@@ -218,6 +235,61 @@ clang_build() {
 	fi
 }
 
+# The whole suite again, built with ASan + UBSan (clang); one entry.
+sanitize_pass() {
+	local b=$DROCE_ASAN_BUILD_DIR log rc counts p f s name names=()
+	local budget=${DROCE_SANITIZE_BUDGET:-1800}
+	if ! command -v clang >/dev/null 2>&1; then
+		fail "sanitizer pass (no clang)"
+		return
+	fi
+	if [[ ! -f $b/meson-private/coredata.dat ]]; then
+		droce_log "sanitizer: CC=clang meson setup $b -Db_sanitize=address,undefined -Db_lundef=false"
+		# shellcheck disable=SC2086
+		if ! CC=clang meson setup "$b" -Db_sanitize=address,undefined \
+			-Db_lundef=false ${DROCE_MESON_ARGS:-} </dev/null; then
+			fail "sanitizer pass (meson setup)"
+			return
+		fi
+	fi
+	droce_log "sanitizer: ninja -C $b"
+	if ! ninja -C "$b" </dev/null; then
+		fail "sanitizer pass (build)"
+		return
+	fi
+	log=$b/meson-logs/testlog.json
+	rm -f "$log"
+	droce_log "sanitizer: meson test -C $b --no-suite interop $*"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:print_summary=1 \
+	LSAN_OPTIONS=suppressions=$DROCE_ROOT/test/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:suppressions=$DROCE_ROOT/test/fuzz/known-ub.supp \
+	timeout --signal=TERM --kill-after=60 "$budget" \
+		meson test -C "$b" --num-processes 1 --print-errorlogs \
+		--timeout-multiplier "${DROCE_SANITIZE_TIMEOUT_MULTIPLIER:-3}" \
+		--no-suite interop "$@" </dev/null
+	rc=$?
+	if ((rc == 124)); then
+		fail "sanitizer pass (over its $budget s budget)"
+		return
+	fi
+	if [[ ! -s $log ]] || ! counts=$(count_results "$log"); then
+		fail "sanitizer pass (meson test exit status $rc, no results)"
+		return
+	fi
+	read -r p f s <<<"$(head -n 1 <<<"$counts")"
+	while read -r name; do
+		[[ -n $name ]] && names+=("$name")
+	done < <(tail -n +2 <<<"$counts")
+	if ((f == 0 && rc == 0 && p > 0)); then
+		pass
+		droce_log "sanitizer pass: ok ($p passed, $s skipped)"
+	elif ((f == 0 && p == 0)); then
+		fail "sanitizer pass (no test ran)"
+	else
+		fail "sanitizer pass ($f failed: ${names[*]})"
+	fi
+}
+
 cleanup_stale before
 bash "$DROCE_ROOT/devtools/setup.sh" </dev/null
 rc=$?
@@ -234,6 +306,9 @@ if ((rc == 0)); then
 fi
 if [[ $DROCE_CLANG == 1 ]]; then
 	clang_build
+fi
+if [[ $DROCE_SANITIZE == 1 ]]; then
+	sanitize_pass "$@"
 fi
 cleanup_stale after
 summary

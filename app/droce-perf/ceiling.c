@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * droce-ceiling: what the link and the core allow, measured the way droce
+ * would use them, to put droce-perf's figures beside.
+ *
+ *   droce-ceiling [EAL args] -- <mode> [options]
+ *
+ * Modes over droce's embedded link (two net_ring ports joined back to back
+ * by rte_rings, created exactly as droce_create_ring_pair does):
+ *   pps   -f <frame bytes> -D <sec> [--cores 1|2]
+ *         txonly on port A, rxonly on port B. --cores 1: one thread does
+ *         both (as droce's one engine lcore serves both ends of the pair);
+ *         --cores 2: tx on the main lcore, rx on the first worker.
+ *   rtt   -f <frame bytes> -n <iters> [--cores 1|2]
+ *         ping-pong: a frame from A to B and straight back. --cores 2: the
+ *         reflector runs on the worker lcore.
+ * Modes over one port of this process (two processes, e.g. a memif pair;
+ * the port is the first ethdev, or --port <name>):
+ *   tx    -f <frame> -D <sec>     send as fast as the port takes
+ *   rx    -D <sec>                count what arrives (reports the rate over
+ *                                 the middle of the busy period)
+ *   ping  -f <frame> -n <iters>   send, wait for the echo, repeat
+ *   pong  -D <sec>                echo everything back
+ * Modes of one core, no link:
+ *   memcpy -s <size> -D <sec>     copy bandwidth of memcpy() for that size
+ *   crc    -s <size> -D <sec>     CRC32 bandwidth of droce's ICRC routine
+ *
+ * Frames carry a fixed Ethernet/IPv4/UDP header (destination port 4791)
+ * written into each mbuf, the rest untouched, as testpmd's txonly does:
+ * this is the link's and the PMD's cost per packet, not a copy.
+ *
+ * Output: one line "CEILING mode=... key=value ..." per measurement.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+
+#include "roce.h"
+
+#define BURST		32
+#define NB_MBUF		8191
+#define RING_SIZE	4096	/* as droce's pair */
+
+static struct {
+	const char *mode;
+	uint32_t frame;
+	double secs;
+	uint64_t iters;
+	int cores;
+	uint64_t size;
+	const char *port;
+} o = { .frame = 138, .secs = 1, .iters = 100000, .cores = 1,
+	.size = 65536 };
+
+static struct rte_mempool *pool;
+static uint16_t port_a, port_b;
+static uint8_t hdr[64];
+static volatile bool stop;
+static uint64_t hz;
+
+static double now_s(void)
+{
+	return (double)rte_rdtsc() / (double)hz;
+}
+
+static void make_hdr(void)
+{
+	/* dst 02:00:c6:12:00:02, src 02:00:c6:12:00:01, IPv4, UDP 4791 */
+	static const uint8_t h[42] = {
+		0x02, 0x00, 0xc6, 0x12, 0x00, 0x02, 0x02, 0x00, 0xc6, 0x12,
+		0x00, 0x01, 0x08, 0x00,
+		0x45, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+		0x00, 0x00, 198, 18, 0, 1, 198, 18, 0, 2,
+		0xc0, 0x00, 0x12, 0xb7, 0x00, 0x00, 0x00, 0x00,
+	};
+
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, h, sizeof(h));
+}
+
+static int alloc_frames(struct rte_mbuf **m, unsigned int n)
+{
+	if (rte_pktmbuf_alloc_bulk(pool, m, n))
+		return 0;
+	for (unsigned int i = 0; i < n; i++) {
+		uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
+
+		memcpy(d, hdr, sizeof(hdr));
+		m[i]->data_len = (uint16_t)o.frame;
+		m[i]->pkt_len = o.frame;
+	}
+	return (int)n;
+}
+
+static int port_setup(uint16_t port)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	int ret;
+
+	memset(&conf, 0, sizeof(conf));
+	if (rte_eth_dev_info_get(port, &info) == 0 && info.max_mtu &&
+	    o.frame > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN)
+		conf.rxmode.mtu = RTE_MIN(info.max_mtu,
+					  o.frame - RTE_ETHER_HDR_LEN);
+	ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (ret == 0)
+		ret = rte_eth_rx_queue_setup(port, 0, 1024,
+					     (unsigned int)rte_socket_id(), NULL, pool);
+	if (ret == 0)
+		ret = rte_eth_tx_queue_setup(port, 0, 1024,
+					     (unsigned int)rte_socket_id(), NULL);
+	if (ret == 0)
+		ret = rte_eth_dev_start(port);
+	if (ret == 0)
+		rte_eth_promiscuous_enable(port);
+	if (ret)
+		fprintf(stderr, "port %u setup: %s\n", port, strerror(-ret));
+	return ret;
+}
+
+static int make_pool(void)
+{
+	uint32_t room = RTE_MAX(o.frame + 256u, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+
+	pool = rte_pktmbuf_pool_create("ceiling_mb", NB_MBUF, 256, 0,
+				       (uint16_t)(RTE_PKTMBUF_HEADROOM + room),
+				       (int)rte_socket_id());
+	if (pool == NULL) {
+		fprintf(stderr, "mbuf pool: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int ring_pair(void)
+{
+	struct rte_ring *ab, *ba;
+	int a, b;
+
+	ab = rte_ring_create("ceil_ab", RING_SIZE, SOCKET_ID_ANY,
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	ba = rte_ring_create("ceil_ba", RING_SIZE, SOCKET_ID_ANY,
+			     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ab == NULL || ba == NULL)
+		return -1;
+	a = rte_eth_from_rings("net_ring_ceil_a", &ba, 1, &ab, 1, SOCKET_ID_ANY);
+	b = rte_eth_from_rings("net_ring_ceil_b", &ab, 1, &ba, 1, SOCKET_ID_ANY);
+	if (a < 0 || b < 0)
+		return -1;
+	port_a = (uint16_t)a;
+	port_b = (uint16_t)b;
+	return port_setup(port_a) || port_setup(port_b) ? -1 : 0;
+}
+
+/* The one port of this process; `announce`: say "ready" once the port
+ * is set up (a memif server's peer can attach from then on), then wait
+ * for the link. */
+static int one_port(const char *announce)
+{
+	uint16_t p;
+
+	if (o.port) {
+		if (rte_eth_dev_get_port_by_name(o.port, &p)) {
+			fprintf(stderr, "no ethdev port %s\n", o.port);
+			return -1;
+		}
+	} else {
+		p = (uint16_t)rte_eth_find_next(0);
+		if (p >= RTE_MAX_ETHPORTS) {
+			fprintf(stderr, "no ethdev port (give --vdev=...)\n");
+			return -1;
+		}
+	}
+	port_a = port_b = p;
+	if (port_setup(p))
+		return -1;
+	if (announce) {
+		printf("CEILING mode=%s ready\n", announce);
+		fflush(stdout);
+	}
+	/* wait for the link (memif: the peer process) */
+	for (int i = 0; i < 3000; i++) {
+		struct rte_eth_link l;
+
+		if (rte_eth_link_get_nowait(p, &l) == 0 && l.link_status)
+			return 0;
+		rte_delay_ms(10);
+	}
+	fprintf(stderr, "port %u: no link after 30 s\n", p);
+	return -1;
+}
+
+/* ------------------------------------------------------------ tx / rx */
+
+static uint64_t tx_loop(uint16_t port, uint64_t end_tsc, uint64_t *dropped)
+{
+	struct rte_mbuf *m[BURST];
+	uint64_t sent = 0;
+
+	while (rte_rdtsc() < end_tsc && !stop) {
+		int n = alloc_frames(m, BURST);
+		uint16_t k;
+
+		if (n == 0)
+			continue;
+		k = rte_eth_tx_burst(port, 0, m, (uint16_t)n);
+		sent += k;
+		if (k < n) {
+			rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
+			*dropped += (uint64_t)(n - k);
+		}
+	}
+	return sent;
+}
+
+struct rx_stats {
+	uint64_t pkts;
+	uint64_t t_first, t_last;
+	uint64_t win_pkts, win_t0, win_t1;	/* middle of the busy period */
+};
+
+static struct rx_stats rxs;
+
+static void rx_count(struct rx_stats *r, uint16_t n, uint64_t now)
+{
+	if (r->pkts == 0)
+		r->t_first = now;
+	r->pkts += n;
+	r->t_last = now;
+}
+
+static int rx_worker(void *arg)
+{
+	struct rte_mbuf *m[BURST];
+	uint16_t port = *(uint16_t *)arg;
+
+	while (!stop) {
+		uint16_t n = rte_eth_rx_burst(port, 0, m, BURST);
+
+		if (n) {
+			rx_count(&rxs, n, rte_rdtsc());
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	}
+	return 0;
+}
+
+static int mode_pps(void)
+{
+	uint64_t t0, end, dropped = 0, sent = 0, warm;
+	struct rte_mbuf *m[BURST], *r[BURST];
+	uint64_t rx0 = 0, t_rx0 = 0;
+
+	if (ring_pair())
+		return 1;
+	warm = (uint64_t)(0.1 * (double)hz);
+	if (o.cores == 2) {
+		unsigned int w = rte_get_next_lcore(-1, 1, 0);
+
+		if (w >= RTE_MAX_LCORE) {
+			fprintf(stderr, "--cores 2 needs a worker lcore (-l 0-1)\n");
+			return 1;
+		}
+		rte_eal_remote_launch(rx_worker, &port_b, w);
+		t0 = rte_rdtsc();
+		end = t0 + warm + (uint64_t)(o.secs * (double)hz);
+		tx_loop(port_a, t0 + warm, &dropped);
+		rx0 = rxs.pkts;
+		t_rx0 = rte_rdtsc();
+		sent = tx_loop(port_a, end, &dropped);
+		stop = true;
+		rte_eal_wait_lcore(w);
+		printf("CEILING mode=pps link=ring cores=2 frame=%u pps=%.1f sent=%" PRIu64
+		       " rx=%" PRIu64 " tx_refused=%" PRIu64 " secs=%.3f\n",
+		       o.frame, (double)(rxs.pkts - rx0) * (double)hz /
+		       (double)(rxs.t_last - t_rx0), sent, rxs.pkts - rx0, dropped,
+		       (double)(rxs.t_last - t_rx0) / (double)hz);
+		return 0;
+	}
+	/* one core: tx on A, rx on B, as droce's single engine does */
+	t0 = rte_rdtsc();
+	end = t0 + warm + (uint64_t)(o.secs * (double)hz);
+	for (uint64_t now = t0; now < end; now = rte_rdtsc()) {
+		int n = alloc_frames(m, BURST);
+		uint16_t k = n ? rte_eth_tx_burst(port_a, 0, m, (uint16_t)n) : 0;
+
+		if (k < n) {
+			rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
+			dropped += (uint64_t)(n - k);
+		}
+		if (now >= t0 + warm)
+			sent += k;
+		for (int d = 0; d < 2; d++) {	/* drain what is there */
+			uint16_t g = rte_eth_rx_burst(port_b, 0, r, BURST);
+
+			if (g == 0)
+				break;
+			if (now >= t0 + warm) {
+				if (t_rx0 == 0)
+					t_rx0 = now;
+				rx0 += g;
+			}
+			rte_pktmbuf_free_bulk(r, g);
+		}
+	}
+	printf("CEILING mode=pps link=ring cores=1 frame=%u pps=%.1f sent=%" PRIu64
+	       " rx=%" PRIu64 " tx_refused=%" PRIu64 " secs=%.3f\n",
+	       o.frame, (double)rx0 * (double)hz / (double)(end - t_rx0), sent,
+	       rx0, dropped, (double)(end - t_rx0) / (double)hz);
+	return 0;
+}
+
+static int mode_tx(void)
+{
+	uint64_t dropped = 0, sent, t0;
+
+	if (one_port(NULL))
+		return 1;
+	rte_delay_ms(200);	/* let the receiver see the link too */
+	t0 = rte_rdtsc();
+	sent = tx_loop(port_a, t0 + (uint64_t)(o.secs * (double)hz), &dropped);
+	printf("CEILING mode=tx frame=%u sent=%" PRIu64 " offered_pps=%.1f tx_refused=%" PRIu64 "\n",
+	       o.frame, sent, (double)sent / o.secs, dropped);
+	return 0;
+}
+
+/*
+ * rx: wait for traffic, then count for the middle 80% of o.secs (the
+ * sender's window), so start-up and the sender's stop don't count.
+ */
+static int mode_rx(void)
+{
+	struct rte_mbuf *m[BURST];
+	uint64_t first = 0, w0, w1, n_w = 0, total = 0, t_w0 = 0, t_w1 = 0;
+	double deadline = now_s() + 30 + o.secs;
+
+	if (one_port("rx"))
+		return 1;
+	while (first == 0 && now_s() < deadline) {
+		uint16_t n = rte_eth_rx_burst(port_b, 0, m, BURST);
+
+		if (n) {
+			first = rte_rdtsc();
+			total += n;
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	}
+	if (first == 0) {
+		fprintf(stderr, "rx: nothing arrived\n");
+		return 1;
+	}
+	w0 = first + (uint64_t)(0.1 * o.secs * (double)hz);
+	w1 = first + (uint64_t)(0.9 * o.secs * (double)hz);
+	for (uint64_t now = rte_rdtsc(); now < w1; now = rte_rdtsc()) {
+		uint16_t n = rte_eth_rx_burst(port_b, 0, m, BURST);
+
+		if (n == 0)
+			continue;
+		total += n;
+		if (now >= w0) {
+			if (t_w0 == 0)
+				t_w0 = now;
+			n_w += n;
+			t_w1 = now;
+		}
+		rte_pktmbuf_free_bulk(m, n);
+	}
+	/* drain the rest quietly */
+	for (uint64_t end = rte_rdtsc() + hz / 5; rte_rdtsc() < end;) {
+		uint16_t n = rte_eth_rx_burst(port_b, 0, m, BURST);
+
+		if (n) {
+			total += n;
+			rte_pktmbuf_free_bulk(m, n);
+		}
+	}
+	printf("CEILING mode=rx frame=%u pps=%.1f rx=%" PRIu64 " total=%" PRIu64 " secs=%.3f\n",
+	       o.frame, t_w1 > t_w0 ? (double)n_w * (double)hz / (double)(t_w1 - t_w0) : 0,
+	       n_w, total, (double)(t_w1 - t_w0) / (double)hz);
+	return 0;
+}
+
+/* ------------------------------------------------------------ RTT */
+
+static int reflector(void *arg)
+{
+	uint16_t port = *(uint16_t *)arg;
+	struct rte_mbuf *m[BURST];
+
+	while (!stop) {
+		uint16_t n = rte_eth_rx_burst(port, 0, m, BURST);
+		uint16_t k = 0;
+
+		while (k < n && !stop)
+			k += rte_eth_tx_burst(port, 0, m + k, (uint16_t)(n - k));
+		if (k < n)
+			rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void rtt_report(const char *mode, const char *link, int cores,
+		       uint64_t *s, uint64_t n)
+{
+	double us = 1e6 / (double)hz, sum = 0;
+
+	qsort(s, n, sizeof(*s), cmp_u64);
+	for (uint64_t i = 0; i < n; i++)
+		sum += (double)s[i];
+	printf("CEILING mode=%s link=%s cores=%d frame=%u iters=%" PRIu64
+	       " rtt_min=%.3f rtt_median=%.3f rtt_avg=%.3f rtt_p99=%.3f rtt_p999=%.3f rtt_max=%.3f\n",
+	       mode, link, cores, o.frame, n, (double)s[0] * us,
+	       (double)s[n / 2] * us, sum / (double)n * us,
+	       (double)s[(uint64_t)((double)(n - 1) * 0.99)] * us,
+	       (double)s[(uint64_t)((double)(n - 1) * 0.999)] * us,
+	       (double)s[n - 1] * us);
+}
+
+/* One frame out on `out`, back in on `in` (reflected by someone). */
+static int ping_loop(uint16_t out, uint16_t in, bool self_reflect,
+		     uint64_t *samples, uint64_t n)
+{
+	uint64_t warm = n / 10 + 10;
+
+	for (uint64_t i = 0; i < n + warm; i++) {
+		struct rte_mbuf *m, *r;
+		uint64_t t0, t_end;
+
+		if (alloc_frames(&m, 1) != 1)
+			return -1;
+		t0 = rte_rdtsc();
+		t_end = t0 + hz * 2;
+		while (rte_eth_tx_burst(out, 0, &m, 1) == 0)
+			;
+		if (self_reflect) {
+			/* the same thread plays the far end */
+			while (rte_eth_rx_burst(in == port_a ? port_b : port_a,
+						0, &r, 1) == 0)
+				if (rte_rdtsc() > t_end)
+					goto lost;
+			while (rte_eth_tx_burst(in == port_a ? port_b : port_a,
+						0, &r, 1) == 0)
+				;
+		}
+		while (rte_eth_rx_burst(in, 0, &r, 1) == 0)
+			if (rte_rdtsc() > t_end)
+				goto lost;
+		if (i >= warm)
+			samples[i - warm] = rte_rdtsc() - t0;
+		rte_pktmbuf_free(r);
+		continue;
+lost:
+		fprintf(stderr, "ping: frame %" PRIu64 " not back in 2 s\n", i);
+		return -1;
+	}
+	return 0;
+}
+
+static int mode_rtt(void)
+{
+	uint64_t *s = calloc(o.iters, sizeof(*s));
+	int ret = 1;
+
+	if (s == NULL || ring_pair())
+		goto out;
+	if (o.cores == 2) {
+		unsigned int w = rte_get_next_lcore(-1, 1, 0);
+
+		if (w >= RTE_MAX_LCORE) {
+			fprintf(stderr, "--cores 2 needs a worker lcore (-l 0-1)\n");
+			goto out;
+		}
+		rte_eal_remote_launch(reflector, &port_b, w);
+		ret = ping_loop(port_a, port_a, false, s, o.iters) ? 1 : 0;
+		stop = true;
+		rte_eal_wait_lcore(w);
+	} else {
+		ret = ping_loop(port_a, port_a, true, s, o.iters) ? 1 : 0;
+	}
+	if (ret == 0)
+		rtt_report("rtt", "ring", o.cores, s, o.iters);
+out:
+	free(s);
+	return ret;
+}
+
+static int mode_ping(void)
+{
+	uint64_t *s = calloc(o.iters, sizeof(*s));
+	int ret = 1;
+
+	if (s && one_port(NULL) == 0) {
+		rte_delay_ms(100);	/* let the pong side settle */
+		ret = ping_loop(port_a, port_a, false, s, o.iters) ? 1 : 0;
+		if (ret == 0)
+			rtt_report("ping", "port", 2, s, o.iters);
+	}
+	free(s);
+	return ret;
+}
+
+/* Echo until o.secs have passed, or traffic stopped for a second. */
+static int mode_pong(void)
+{
+	uint64_t end, last = 0;
+	struct rte_mbuf *m[BURST];
+
+	if (one_port("pong"))
+		return 1;
+	end = rte_rdtsc() + (uint64_t)(o.secs * (double)hz);
+	for (uint64_t now = rte_rdtsc(); now < end; now = rte_rdtsc()) {
+		uint16_t n = rte_eth_rx_burst(port_a, 0, m, BURST), k = 0;
+
+		if (n == 0) {
+			if (last && now - last > hz)
+				break;
+			continue;
+		}
+		last = now;
+		while (k < n)
+			k += rte_eth_tx_burst(port_a, 0, m + k, (uint16_t)(n - k));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- one core */
+
+static int mode_memcpy(void)
+{
+	size_t sz = (size_t)o.size;
+	uint8_t *a = aligned_alloc(4096, sz + 4096), *b = aligned_alloc(4096, sz + 4096);
+	uint64_t n = 0, t0, end;
+
+	if (!a || !b)
+		return 1;
+	memset(a, 1, sz);
+	memset(b, 2, sz);
+	t0 = rte_rdtsc();
+	end = t0 + (uint64_t)(o.secs * (double)hz);
+	while (rte_rdtsc() < end) {
+		for (int i = 0; i < 16; i++) {
+			memcpy(b, a, sz);
+			__asm__ volatile("" : : "r"(b) : "memory");
+		}
+		n += 16;
+	}
+	end = rte_rdtsc();
+	printf("CEILING mode=memcpy size=%zu copies=%" PRIu64 " Bps=%.1f\n", sz, n,
+	       (double)n * (double)sz * (double)hz / (double)(end - t0));
+	free(a);
+	free(b);
+	return 0;
+}
+
+static int mode_crc(void)
+{
+	size_t sz = (size_t)o.size;
+	uint8_t *a = aligned_alloc(4096, sz + 4096);
+	uint64_t n = 0, t0, end;
+	uint32_t c = 0;
+
+	if (!a)
+		return 1;
+	memset(a, 3, sz);
+	t0 = rte_rdtsc();
+	end = t0 + (uint64_t)(o.secs * (double)hz);
+	while (rte_rdtsc() < end) {
+		for (int i = 0; i < 16; i++)
+			c = roce_crc32(c, a, sz);
+		n += 16;
+	}
+	end = rte_rdtsc();
+	printf("CEILING mode=crc impl=%s size=%zu crcs=%" PRIu64 " Bps=%.1f (crc %08x)\n",
+	       roce_crc32_impl(), sz, n,
+	       (double)n * (double)sz * (double)hz / (double)(end - t0), c);
+	free(a);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cores", 1, NULL, 'c' }, { "port", 1, NULL, 'P' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int ret, c;
+
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "EAL init: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	argc -= ret;
+	argv += ret;
+	hz = rte_get_tsc_hz();
+	if (argc < 2) {
+		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name]\n");
+		return 2;
+	}
+	o.mode = argv[1];
+	argv[1] = argv[0];
+	argv++;
+	argc--;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:D:n:s:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f': o.frame = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'D': o.secs = strtod(optarg, NULL); break;
+		case 'n': o.iters = strtoull(optarg, NULL, 0); break;
+		case 's': o.size = strtoull(optarg, NULL, 0); break;
+		case 'c': o.cores = atoi(optarg); break;
+		case 'P': o.port = optarg; break;
+		default: return 2;
+		}
+	}
+	if (o.frame < 60 || o.frame > 9000 || o.iters < 10 || o.size == 0) {
+		fprintf(stderr, "bad frame/iters/size\n");
+		return 2;
+	}
+	make_hdr();
+	if (strcmp(o.mode, "memcpy") == 0)
+		ret = mode_memcpy();
+	else if (strcmp(o.mode, "crc") == 0)
+		ret = mode_crc();
+	else if (make_pool())
+		ret = 1;
+	else if (strcmp(o.mode, "pps") == 0)
+		ret = mode_pps();
+	else if (strcmp(o.mode, "rtt") == 0)
+		ret = mode_rtt();
+	else if (strcmp(o.mode, "tx") == 0)
+		ret = mode_tx();
+	else if (strcmp(o.mode, "rx") == 0)
+		ret = mode_rx();
+	else if (strcmp(o.mode, "ping") == 0)
+		ret = mode_ping();
+	else if (strcmp(o.mode, "pong") == 0)
+		ret = mode_pong();
+	else {
+		fprintf(stderr, "unknown mode %s\n", o.mode);
+		ret = 2;
+	}
+	fflush(stdout);
+	rte_eal_cleanup();
+	return ret;
+}

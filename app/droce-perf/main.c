@@ -1,0 +1,1036 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * droce-perf: perftest's RC tests on droce.
+ *
+ *   droce-perf <test> [options] [host]      (or a link named ib_<test>)
+ *   tests: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat
+ *          atomic_lat
+ *
+ * Without a host it is the server, with one the client; the out-of-band
+ * exchange is perftest's (oob.c), so the other end may be perftest 4.5 on
+ * Linux Soft-RoCE. As a verbs program it takes its droce device from
+ * DROCE_EAL_ARGS / DROCE_DEVICES (droce.h).
+ *
+ * --loopback needs no peer: both ends in this process on droce's embedded
+ * net_ring pair (droce_create_ring_pair), one QP side on each device.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "perf.h"
+
+struct perf_opts opt;
+
+static const struct {
+	const char *name;
+	enum perf_verb verb;
+	enum perf_tst tst;
+} tests[] = {
+	{ "write_bw", V_WRITE, T_BW }, { "read_bw", V_READ, T_BW },
+	{ "send_bw", V_SEND, T_BW }, { "atomic_bw", V_ATOMIC, T_BW },
+	{ "write_lat", V_WRITE, T_LAT }, { "read_lat", V_READ, T_LAT },
+	{ "send_lat", V_SEND, T_LAT }, { "atomic_lat", V_ATOMIC, T_LAT },
+};
+
+static int find_test(const char *s)
+{
+	if (strncmp(s, "ib_", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (strcmp(s, tests[i].name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void usage(const char *argv0)
+{
+	printf("Usage:\n");
+	printf("  %s <test> [options]          start a server and wait for connection\n", argv0);
+	printf("  %s <test> [options] <host>   connect to server at <host>\n", argv0);
+	printf("  %s <test> --loopback [options]  both ends in this process (net_ring pair)\n", argv0);
+	printf("  tests: write_bw read_bw send_bw atomic_bw write_lat read_lat send_lat atomic_lat\n");
+	printf("  (or run it through a link named ib_<test>, like perftest)\n\n");
+	printf("Options (perftest's):\n");
+	printf("  -p, --port=<port>          listen on/connect to port <port> (default 18515)\n");
+	printf("  -d, --ib-dev=<dev>         use device <dev> (default first device found)\n");
+	printf("  -i, --ib-port=<port>       use port <port> of the device (default 1)\n");
+	printf("  -m, --mtu=<mtu>            path MTU 256..4096 (default the port's active MTU)\n");
+	printf("  -s, --size=<size>          message size (default 65536 bw, 2 lat, 8 atomic)\n");
+	printf("  -a, --all                  run sizes from 2 to 2^23\n");
+	printf("  -n, --iters=<iters>        iterations per QP (default 5000 write_bw, else 1000)\n");
+	printf("  -D, --duration=<sec>       run for <sec> seconds (fractions allowed) instead of -n\n");
+	printf("  -f, --margin=<sec>         duration mode: measure within margins (default D/4)\n");
+	printf("  -q, --qp=<num>             number of QPs (default 1)\n");
+	printf("  -t, --tx-depth=<dep>       send queue depth (default 128 bw, 1 lat)\n");
+	printf("  -r, --rx-depth=<dep>       receive queue depth (default 512 for SEND)\n");
+	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
+	printf("  -Q, --cq-mod=<n>           a completion every <n> WRs (default 100)\n");
+	printf("  -I, --inline_size=<size>   max inline size (default 0; latency: 220 WRITE, 236 SEND)\n");
+	printf("  -c, --connection=<type>    RC only (UC/UD/XRC/DC/SRD: not supported by droce)\n");
+	printf("  -x, --gid-index=<index>    local GID index (default 1: droce's IPv4 GID)\n");
+	printf("  -o, --outs=<num>           outstanding reads/atomics (default device max)\n");
+	printf("  -A, --atomic_type=<type>   CMP_AND_SWAP or FETCH_AND_ADD (default)\n");
+	printf("  -u, --qp-timeout=<t>       QP timeout, 4.096 usec * 2^t (default 14)\n");
+	printf("  -S, --sl=<sl>              service level\n");
+	printf("  -F, --CPU-freq             don't complain about CPU frequency\n");
+	printf("  -N, --noPeak               don't compute the peak bandwidth\n");
+	printf("  -C, --report-cycles        latency in TSC cycles\n");
+	printf("  -H, --report-histogrm      latency samples, sorted\n");
+	printf("  -U, --report-unsorted      latency samples, unsorted\n");
+	printf("      --report_gbits         bandwidth in Gb/sec\n");
+	printf("      --output=<what>        bandwidth | message_rate | latency: one number only\n");
+	printf("  -V, --version              print the version\n");
+	printf("Options (droce-perf's):\n");
+	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
+	printf("      --engine=lcore|app     loopback: engine on a worker lcore (default with 2+\n");
+	printf("                             lcores) or driven by this thread's verbs calls\n");
+	printf("      --idle_us=<us>         loopback: engine idle sleep limit (droce's idle_us)\n");
+	printf("      --nb_mbuf=<n>          loopback: mbufs per device (droce's nb_mbuf)\n");
+	printf("      --per_qp               per-QP message rate and bandwidth table\n");
+	printf("      --kv                   one machine-readable DROCE_PERF line per result\n");
+	printf("      --check                verify data and byte counts after each size\n");
+	printf("      --cycles               TSC cycles per message/frame (app-driven engine)\n");
+	printf("      --retry_connect=<sec>  client: retry connecting to the server for <sec>\n");
+	printf("      --no_info              no test-information block or address lines\n");
+	printf("  Loopback EAL arguments come from DROCE_EAL_ARGS (default \"-l 0-1 --in-memory\n");
+	printf("  --no-pci --log-level=*:warning\") plus DROCE_EAL_EXTRA_ARGS.\n");
+}
+
+enum {
+	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
+	O_NB_MBUF, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
+	O_NO_INFO, O_RETRY_CONNECT,
+};
+
+static int bad(const char *what, const char *arg)
+{
+	fprintf(stderr, " Invalid %s: %s\n", what, arg ? arg : "");
+	return -1;
+}
+
+static int parse_num(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "port", 1, NULL, 'p' }, { "ib-dev", 1, NULL, 'd' },
+		{ "ib-port", 1, NULL, 'i' }, { "mtu", 1, NULL, 'm' },
+		{ "size", 1, NULL, 's' }, { "iters", 1, NULL, 'n' },
+		{ "tx-depth", 1, NULL, 't' }, { "qp-timeout", 1, NULL, 'u' },
+		{ "sl", 1, NULL, 'S' }, { "gid-index", 1, NULL, 'x' },
+		{ "all", 0, NULL, 'a' }, { "CPU-freq", 0, NULL, 'F' },
+		{ "connection", 1, NULL, 'c' }, { "qp", 1, NULL, 'q' },
+		{ "events", 0, NULL, 'e' }, { "inline_size", 1, NULL, 'I' },
+		{ "outs", 1, NULL, 'o' }, { "mcg", 0, NULL, 'g' },
+		{ "comm_rdma_cm", 0, NULL, 'z' }, { "rdma_cm", 0, NULL, 'R' },
+		{ "tos", 1, NULL, 'T' }, { "hop_limit", 1, NULL, 'L' },
+		{ "help", 0, NULL, 'h' }, { "rx-depth", 1, NULL, 'r' },
+		{ "bidirectional", 0, NULL, 'b' }, { "cq-mod", 1, NULL, 'Q' },
+		{ "noPeak", 0, NULL, 'N' }, { "version", 0, NULL, 'V' },
+		{ "report-cycles", 0, NULL, 'C' },
+		{ "report-histogrm", 0, NULL, 'H' },
+		{ "report-unsorted", 0, NULL, 'U' },
+		{ "atomic_type", 1, NULL, 'A' }, { "post_list", 1, NULL, 'l' },
+		{ "duration", 1, NULL, 'D' }, { "margin", 1, NULL, 'f' },
+		{ "report_gbits", 0, NULL, O_REPORT_GBITS },
+		{ "output", 1, NULL, O_OUTPUT },
+		{ "dont_xchg_versions", 0, NULL, O_DONT_XCHG },
+		{ "loopback", 0, NULL, O_LOOPBACK },
+		{ "engine", 1, NULL, O_ENGINE },
+		{ "idle_us", 1, NULL, O_IDLE_US },
+		{ "nb_mbuf", 1, NULL, O_NB_MBUF },
+		{ "per_qp", 0, NULL, O_PER_QP }, { "kv", 0, NULL, O_KV },
+		{ "check", 0, NULL, O_CHECK }, { "cycles", 0, NULL, O_CYCLES },
+		{ "no_info", 0, NULL, O_NO_INFO },
+		{ "retry_connect", 1, NULL, O_RETRY_CONNECT },
+		{ NULL, 0, NULL, 0 }
+	};
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv,
+				"p:d:i:m:s:n:t:u:S:x:aFc:q:eI:o:gzRT:L:hr:bQ:NVCHUA:l:D:f:",
+				lo, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_num(optarg, 1, 65535, &v))
+				return bad("port", optarg);
+			opt.tcp_port = (int)v;
+			break;
+		case 'd': opt.ib_devname = optarg; break;
+		case 'i':
+			if (parse_num(optarg, 1, 2, &v))
+				return bad("ib port", optarg);
+			opt.ib_port = (int)v;
+			break;
+		case 'm':
+			if (parse_num(optarg, 256, 4096, &v) || !perf_mtu_enum((int)v))
+				return bad("MTU (256, 512, 1024, 2048 or 4096)", optarg);
+			opt.mtu = (int)v;
+			break;
+		case 's':
+			if (parse_num(optarg, 1, 1L << 31, &v))
+				return bad("size", optarg);
+			opt.size = (uint64_t)v;
+			opt.size_set = true;
+			break;
+		case 'n':
+			if (parse_num(optarg, 5, 1L << 40, &v))
+				return bad("iterations (at least 5)", optarg);
+			opt.iters = (uint64_t)v;
+			opt.iters_set = true;
+			break;
+		case 't':
+			if (parse_num(optarg, 1, 16384, &v))
+				return bad("tx depth", optarg);
+			opt.tx_depth = (int)v;
+			break;
+		case 'u':
+			if (parse_num(optarg, 0, 31, &v))
+				return bad("qp timeout", optarg);
+			opt.qp_timeout = (int)v;
+			break;
+		case 'S':
+			if (parse_num(optarg, 0, 15, &v))
+				return bad("sl", optarg);
+			opt.sl = (int)v;
+			break;
+		case 'x':
+			if (parse_num(optarg, 0, 255, &v))
+				return bad("gid index", optarg);
+			opt.gid_index = (int)v;
+			break;
+		case 'a': opt.all = true; break;
+		case 'F': opt.cpu_freq_f = true; break;
+		case 'c':
+			if (strcmp(optarg, "RC") != 0) {
+				fprintf(stderr, " Connection type %s is not supported: droce does RC only (UC and UD come later)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'q':
+			if (parse_num(optarg, 1, 16384, &v))
+				return bad("number of QPs (1..16384)", optarg);
+			opt.nqps = (int)v;
+			break;
+		case 'e':
+			fprintf(stderr, " -e (events): droce has no completion channels; poll mode only\n");
+			return -1;
+		case 'I':
+			if (parse_num(optarg, 0, 4096, &v))
+				return bad("inline size", optarg);
+			opt.inline_size = (int)v;
+			break;
+		case 'o':
+			if (parse_num(optarg, 1, 65535, &v))
+				return bad("outstanding reads", optarg);
+			opt.out_reads = (int)v;
+			break;
+		case 'g':
+			fprintf(stderr, " -g (multicast): needs UD, which droce does not have yet\n");
+			return -1;
+		case 'z':
+		case 'R':
+			fprintf(stderr, " -%c (rdma_cm): not supported; droce-perf uses the TCP exchange\n", c);
+			return -1;
+		case 'b':
+			fprintf(stderr, " -b (bidirectional): not supported by droce-perf\n");
+			return -1;
+		case 'T':
+		case 'L':
+			break;	/* accepted, without effect */
+		case 'h':
+			usage(argv[0]);
+			exit(0);
+		case 'r':
+			if (parse_num(optarg, 1, 16384, &v))
+				return bad("rx depth", optarg);
+			opt.rx_depth = (int)v;
+			break;
+		case 'Q':
+			if (parse_num(optarg, 1, 16384, &v))
+				return bad("cq moderation", optarg);
+			opt.cq_mod = (int)v;
+			opt.cq_mod_set = true;
+			break;
+		case 'N': opt.no_peak = true; break;
+		case 'V':
+			printf("Version: %s (droce-perf)\n", PERF_VERSION);
+			exit(0);
+		case 'C': opt.report_cycles = true; break;
+		case 'H': opt.report_hist = true; break;
+		case 'U': opt.report_unsorted = true; break;
+		case 'A':
+			if (strcmp(optarg, "CMP_AND_SWAP") == 0)
+				opt.atomic_type = A_CMP_AND_SWAP;
+			else if (strcmp(optarg, "FETCH_AND_ADD") == 0)
+				opt.atomic_type = A_FETCH_AND_ADD;
+			else
+				return bad("atomic type (CMP_AND_SWAP or FETCH_AND_ADD)", optarg);
+			break;
+		case 'l':
+			if (parse_num(optarg, 1, 4096, &v))
+				return bad("post list", optarg);
+			opt.post_list = (int)v;
+			break;
+		case 'D': {
+			char *end;
+
+			opt.duration = strtod(optarg, &end);
+			if (*end || !(opt.duration > 0))
+				return bad("duration", optarg);
+			break;
+		}
+		case 'f': {
+			char *end;
+
+			opt.margin = strtod(optarg, &end);
+			if (*end || opt.margin < 0)
+				return bad("margin", optarg);
+			break;
+		}
+		case O_REPORT_GBITS: opt.report_gbits = true; break;
+		case O_OUTPUT:
+			if (strcmp(optarg, "bandwidth") == 0)
+				opt.output = OUT_BW;
+			else if (strcmp(optarg, "message_rate") == 0)
+				opt.output = OUT_MR;
+			else if (strcmp(optarg, "latency") == 0)
+				opt.output = OUT_LAT;
+			else
+				return bad("output (bandwidth, message_rate, latency)", optarg);
+			break;
+		case O_DONT_XCHG:
+			fprintf(stderr, " --dont_xchg_versions: not supported\n");
+			return -1;
+		case O_LOOPBACK: opt.loopback = true; break;
+		case O_ENGINE:
+			if (strcmp(optarg, "lcore") == 0)
+				opt.engine = ENG_LCORE;
+			else if (strcmp(optarg, "app") == 0)
+				opt.engine = ENG_APP;
+			else
+				return bad("engine (lcore or app)", optarg);
+			break;
+		case O_IDLE_US:
+			if (parse_num(optarg, 0, 1000000, &v))
+				return bad("idle_us", optarg);
+			opt.idle_us = (int)v;
+			break;
+		case O_NB_MBUF:
+			if (parse_num(optarg, 1023, 1 << 24, &v))
+				return bad("nb_mbuf", optarg);
+			opt.nb_mbuf = (unsigned int)v;
+			break;
+		case O_PER_QP: opt.per_qp = true; break;
+		case O_KV: opt.kv = true; break;
+		case O_CHECK: opt.check = true; break;
+		case O_CYCLES: opt.cycles = true; break;
+		case O_NO_INFO: opt.quiet_info = true; break;
+		case O_RETRY_CONNECT: {
+			char *end;
+
+			opt.connect_retry = strtod(optarg, &end);
+			if (*end || opt.connect_retry < 0)
+				return bad("retry_connect", optarg);
+			break;
+		}
+		default:
+			fprintf(stderr, " Try %s --help\n", argv[0]);
+			return -1;
+		}
+	}
+	if (optind == argc - 1)
+		opt.servername = argv[optind];
+	else if (optind < argc) {
+		fprintf(stderr, " Unexpected argument %s\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* perftest's defaults, then its force_dependecies(). */
+static int settle_opts(void)
+{
+	if (!opt.size_set)
+		opt.size = opt.verb == V_ATOMIC ? PERF_ATOMIC_SIZE :
+			   opt.tst == T_BW ? PERF_DEF_SIZE_BW : PERF_DEF_SIZE_LAT;
+	if (!opt.iters_set)
+		opt.iters = opt.tst == T_BW && opt.verb == V_WRITE ?
+			    PERF_DEF_ITERS_WB : PERF_DEF_ITERS;
+	if (opt.tx_depth == 0)
+		opt.tx_depth = opt.tst == T_BW ? PERF_DEF_TX_BW : PERF_DEF_TX_LAT;
+	if (opt.rx_depth == 0)
+		opt.rx_depth = opt.verb == V_SEND ? PERF_DEF_RX_SEND : 1;
+	if (opt.cq_mod == 0)
+		opt.cq_mod = PERF_DEF_CQ_MOD;
+	if (opt.verb == V_ATOMIC && opt.size != PERF_ATOMIC_SIZE) {
+		fprintf(stderr, " Message size cannot be changed for Atomic tests\n");
+		return -1;
+	}
+	/* perftest 4.5: no inline in bandwidth tests unless -I; latency
+	 * tests 220 (WRITE) and 236 (SEND) on a device that has inline */
+	if (opt.inline_size < 0) {
+		if (opt.tst == T_LAT && opt.verb == V_WRITE)
+			opt.inline_size = PERF_DEF_INLINE_WRITE;
+		else if (opt.tst == T_LAT && opt.verb == V_SEND)
+			opt.inline_size = PERF_DEF_INLINE_SEND;
+		else
+			opt.inline_size = 0;
+	}
+	if (opt.verb == V_READ || opt.verb == V_ATOMIC)
+		opt.inline_size = 0;
+	if (opt.tst == T_LAT && opt.nqps != 1) {
+		fprintf(stderr, " Latency tests run on one QP\n");
+		return -1;
+	}
+	if (opt.duration > 0) {
+		if (opt.all) {
+			fprintf(stderr, " Duration mode doesn't support running on all sizes.\n");
+			return -1;
+		}
+		opt.no_peak = true;
+	} else {
+		if ((uint64_t)opt.tx_depth > opt.iters)
+			opt.tx_depth = (int)opt.iters;
+		if (opt.verb == V_SEND && (uint64_t)opt.rx_depth > opt.iters)
+			opt.rx_depth = (int)opt.iters;
+	}
+	if (opt.post_list > 1) {
+		if (opt.duration <= 0 && opt.iters % (uint64_t)opt.post_list) {
+			fprintf(stderr, " Number of iterations must be a multiple of post list size\n");
+			return -1;
+		}
+		if (!opt.cq_mod_set)
+			opt.cq_mod = opt.post_list;
+		else if (opt.post_list % opt.cq_mod) {
+			fprintf(stderr, " Post list size must be a multiple of CQ moderation\n");
+			return -1;
+		}
+		if (opt.tx_depth < opt.post_list)
+			opt.tx_depth = opt.post_list;
+	}
+	if (opt.size > PERF_CQ_MOD_SIZE_LIMIT && !opt.all && !opt.cq_mod_set)
+		opt.cq_mod = 1;
+	if (opt.cq_mod > opt.tx_depth)
+		opt.cq_mod = opt.tx_depth;
+	if (opt.cycles && opt.loopback && opt.engine != ENG_APP) {
+		fprintf(stderr, " --cycles needs --engine=app (the engine's time is then this thread's)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static uint64_t page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (uint64_t)p : 4096;
+}
+
+static uint64_t max_size(void)
+{
+	return opt.all ? PERF_MAX_SIZE : opt.size;
+}
+
+/* The sizes of this run: -s, or 2..2^23 with -a. */
+static int nsizes(void)
+{
+	return opt.all && opt.verb != V_ATOMIC ? 23 : 1;
+}
+
+static uint64_t size_at(int i)
+{
+	return opt.all && opt.verb != V_ATOMIC ? (uint64_t)1 << (i + 1) : opt.size;
+}
+
+static int alloc_timing(struct perf_side *s)
+{
+	if (opt.tst == T_LAT) {
+		if (opt.duration > 0)
+			return 0;
+		s->tposted = calloc(opt.iters, sizeof(uint64_t));
+		return s->tposted ? 0 : -1;
+	}
+	if (!s->is_client || opt.no_peak || opt.duration > 0)
+		return 0;
+	s->tp_n = opt.iters * (uint64_t)opt.nqps;
+	if (s->tp_n > (1u << 23)) {
+		fprintf(stderr, " note: %lu messages: peak bandwidth not computed (as -N)\n",
+			(unsigned long)s->tp_n);
+		opt.no_peak = true;
+		s->tp_n = 0;
+		return 0;
+	}
+	s->tp = calloc(s->tp_n, sizeof(uint64_t));
+	s->tc = calloc(s->tp_n, sizeof(uint64_t));
+	return s->tp && s->tc ? 0 : -1;
+}
+
+static void stats_get(struct perf_side *s, struct droce_dev_stats *st)
+{
+	if (s && droce_dev_stats_get(s->ctx, st))
+		memset(st, 0, sizeof(*st));
+}
+
+static void zero_for_lat(struct perf_side *s)
+{
+	/* write_lat polls the last byte of each message: start from zero */
+	if (s)
+		memset(s->buf, 0, s->buf_len);
+}
+
+static void atomic_prepare(struct perf_side *c, struct perf_side *srv)
+{
+	for (int q = 0; c && q < c->nqps; q++)
+		memset(side_src(c, q), 0, 8);
+	for (int q = 0; srv && q < srv->nqps; q++)
+		memset(side_dst(srv, q), 0, 8);
+}
+
+static bool full_out(void)
+{
+	return opt.output == OUT_FULL;
+}
+
+/* One size, both ends local (loopback). */
+static int loopback_size(struct perf_side *c, struct perf_side *srv,
+			 uint64_t size)
+{
+	struct perf_bw_report r;
+	uint64_t msgs, t0, t1;
+	int ret;
+
+	run_set_size(size);
+	memset(&perf_cyc, 0, sizeof(perf_cyc));
+	perf_post_enomem = 0;
+	if (opt.verb == V_ATOMIC)
+		atomic_prepare(c, srv);
+	if (opt.tst == T_LAT && opt.verb == V_SEND &&
+	    (run_lat_prepare_recv(c) || run_lat_prepare_recv(srv)))
+		return -1;
+	if (opt.tst == T_BW && opt.verb == V_SEND && run_bw_prepare_server(srv))
+		return -1;
+	stats_get(c, &c->ds0);
+	stats_get(srv, &srv->ds0);
+	ret = opt.tst == T_BW ? run_bw(c, srv) : run_lat(c, srv);
+	stats_get(c, &c->ds1);
+	stats_get(srv, &srv->ds1);
+	if (ret) {
+		droce_dev_stats_dump(c->ctx, stderr);
+		droce_dev_stats_dump(srv->ctx, stderr);
+		return -1;
+	}
+	if (opt.tst == T_BW) {
+		report_bw(c, &r);
+		run_result(false, &msgs, &t0, &t1);
+		report_kv_bw(c, srv, &r, (double)(t1 - t0) / perf_tsc_hz());
+	} else {
+		if (report_lat(c))
+			return -1;
+		report_kv_lat(c, srv);
+	}
+	report_cycles(c, srv);
+	if (opt.check) {
+		int b = run_check(c, srv);
+
+		if (b) {
+			printf(" check: FAILED (%d problem%s) at size %lu\n", b,
+			       b == 1 ? "" : "s", (unsigned long)size);
+			return -1;
+		}
+		if (full_out())
+			printf(" check: size %lu OK\n", (unsigned long)size);
+	}
+	return 0;
+}
+
+static int eal_init_loopback(const char *argv0)
+{
+	static char buf[2048], extra[512];
+	char *av[64], *save = NULL;
+	const char *env = getenv("DROCE_EAL_ARGS");
+	const char *ex = getenv("DROCE_EAL_EXTRA_ARGS");
+	int ac = 0;
+
+	av[ac++] = (char *)argv0;
+	if (env == NULL || *env == '\0')
+		env = sysconf(_SC_NPROCESSORS_ONLN) > 1 && opt.engine != ENG_APP ?
+		      "-l 0-1 --in-memory --no-pci --log-level=*:warning" :
+		      "-l 0 --in-memory --no-pci --log-level=*:warning";
+	snprintf(buf, sizeof(buf), "%s", env);
+	for (char *t = strtok_r(buf, " \t", &save); t && ac < 60;
+	     t = strtok_r(NULL, " \t", &save))
+		av[ac++] = t;
+	if (ex && *ex) {
+		save = NULL;
+		snprintf(extra, sizeof(extra), "%s", ex);
+		for (char *t = strtok_r(extra, " \t", &save); t && ac < 62;
+		     t = strtok_r(NULL, " \t", &save))
+			av[ac++] = t;
+	}
+	av[ac] = NULL;
+	if (rte_eal_init(ac, av) < 0) {
+		fprintf(stderr, " EAL init failed: %s\n", rte_strerror(rte_errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int main_loopback(const char *argv0)
+{
+	struct perf_side c, s;
+	struct ibv_device **list;
+	char da[160], db[160], common[96];
+	unsigned int worker;
+	int nd, ret = 1;
+
+	memset(&c, 0, sizeof(c));
+	memset(&s, 0, sizeof(s));
+	if (eal_init_loopback(argv0))
+		return 1;
+	worker = rte_get_next_lcore(-1, 1, 0);
+	if (opt.engine == ENG_DEFAULT)
+		opt.engine = worker < RTE_MAX_LCORE ? ENG_LCORE : ENG_APP;
+	if (opt.engine == ENG_LCORE && worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, " --engine=lcore needs a worker lcore (DROCE_EAL_ARGS \"-l 0-1 ...\")\n");
+		return 1;
+	}
+	snprintf(common, sizeof(common), "mtu=%d", opt.mtu ? opt.mtu : 4096);
+	if (opt.engine == ENG_APP)
+		strcat(common, ",lcore=app");
+	else
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",lcore=%u", worker);
+	if (opt.idle_us >= 0)
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",idle_us=%d", opt.idle_us);
+	if (opt.nb_mbuf)
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",nb_mbuf=%u", opt.nb_mbuf);
+	snprintf(da, sizeof(da), "ip=198.18.0.1,name=droce_lb0,%s", common);
+	snprintf(db, sizeof(db), "ip=198.18.0.2,name=droce_lb1,%s", common);
+	ret = droce_create_ring_pair(da, db);
+	if (ret) {
+		fprintf(stderr, " droce_create_ring_pair: %s\n", strerror(-ret));
+		return 1;
+	}
+	ret = 1;
+	list = ibv_get_device_list(&nd);
+	if (list == NULL || nd < 2) {
+		fprintf(stderr, " loopback: the ring pair's devices are missing\n");
+		return 1;
+	}
+	/* the pair is the last two devices created */
+	if (side_open(&c, list[nd - 2], true, max_size(), page_size()) ||
+	    side_open(&s, list[nd - 1], false, max_size(), page_size()))
+		goto out;
+	c.app_mode = s.app_mode = opt.engine == ENG_APP;
+	if (opt.mtu == 0)
+		opt.mtu = perf_mtu_bytes(c.port_mtu);
+	side_fill_dest(&c);
+	side_fill_dest(&s);
+	memcpy(c.rem, s.my, sizeof(*c.rem) * (size_t)opt.nqps);
+	memcpy(s.rem, c.my, sizeof(*s.rem) * (size_t)opt.nqps);
+	if (alloc_timing(&c) || alloc_timing(&s)) {
+		fprintf(stderr, " out of memory for the timing arrays\n");
+		goto out;
+	}
+	report_test_info(&c);
+	if (side_connect(&c) || side_connect(&s))
+		goto out;
+	for (int i = 0; i < opt.nqps && i < 8; i++) {
+		report_dest(&c.my[i], false);
+	}
+	for (int i = 0; i < opt.nqps && i < 8; i++)
+		report_dest(&c.rem[i], true);
+	if (opt.tst == T_LAT) {
+		zero_for_lat(&c);
+		zero_for_lat(&s);
+		report_lat_header();
+	} else {
+		report_bw_header();
+	}
+	for (int i = 0; i < nsizes(); i++)
+		if (loopback_size(&c, &s, size_at(i)))
+			goto out;
+	report_line();
+	if (opt.tst == T_BW) {
+		uint64_t msgs, t0, t1;
+
+		run_result(false, &msgs, &t0, &t1);
+		report_per_qp(&c, (double)(t1 - t0) / perf_tsc_hz());
+		if (opt.verb == V_SEND)
+			report_per_qp(&s, (double)(t1 - t0) / perf_tsc_hz());
+	}
+	ret = 0;
+out:
+	side_close(&c);
+	side_close(&s);
+	ibv_free_device_list(list);
+	if (droce_cleanup() == 0)
+		rte_eal_cleanup();
+	return ret;
+}
+
+/* ---------------------------------------------------------- remote */
+
+static bool gid_v4mapped(const union ibv_gid *g)
+{
+	static const uint8_t p[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return memcmp(g->raw, p, 12) == 0;
+}
+
+static int hs_all(struct perf_side *me, bool print_remote)
+{
+	for (int i = 0; i < me->nqps; i++) {
+		if (oob_hand_shake(&me->my[i], &me->rem[i]))
+			return -1;
+		if (print_remote)
+			report_dest(&me->rem[i], true);
+	}
+	return 0;
+}
+
+static int hs0(struct perf_side *me)
+{
+	struct perf_dest scratch;
+
+	return oob_hand_shake(&me->my[0], &scratch);
+}
+
+static int remote_connect(struct perf_side *me)
+{
+	if (gid_v4mapped(&me->my[0].gid) != gid_v4mapped(&me->rem[0].gid)) {
+		fprintf(stderr, "\n Found Incompatibility issue with GID types.\n");
+		fprintf(stderr, " Please Try to use a different IP version.\n\n");
+		return -1;
+	}
+	return side_connect(me);
+}
+
+static void print_locals(struct perf_side *me)
+{
+	for (int i = 0; i < me->nqps; i++)
+		report_dest(&me->my[i], false);
+}
+
+static int remote_bw_size(struct perf_side *me, uint64_t size,
+			  struct perf_bw_report *r)
+{
+	bool client = me->is_client;
+	uint64_t msgs, t0, t1;
+
+	run_set_size(size);
+	memset(&perf_cyc, 0, sizeof(perf_cyc));
+	perf_post_enomem = 0;
+	if (opt.verb == V_ATOMIC)
+		atomic_prepare(client ? me : NULL, client ? NULL : me);
+	stats_get(me, &me->ds0);
+	if (run_bw(client ? me : NULL, client ? NULL : me))
+		return -1;
+	stats_get(me, &me->ds1);
+	report_bw(me, r);
+	run_result(!client, &msgs, &t0, &t1);
+	report_kv_bw(me, NULL, r, (double)(t1 - t0) / perf_tsc_hz());
+	report_cycles(me, NULL);
+	if (opt.check) {
+		int b = run_check(client ? me : NULL, client ? NULL : me);
+
+		if (b) {
+			printf(" check: FAILED (%d problem%s)\n", b, b == 1 ? "" : "s");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int remote_bw(struct perf_side *me)
+{
+	struct perf_bw_report mine, theirs;
+	bool client = me->is_client;
+
+	memset(&mine, 0, sizeof(mine));
+	if (opt.verb == V_ATOMIC && !client)
+		atomic_prepare(NULL, me);	/* counters start at 0 */
+	if (hs_all(me, false) || remote_connect(me))
+		return -1;
+	print_locals(me);
+	if (hs_all(me, true) || hs0(me))
+		return -1;
+	report_bw_header();
+	if (!client) {
+		/* the server's engine answers; it waits for the client */
+		if (hs0(me) || oob_bw_reports(&mine, &theirs, oob_rem_version))
+			return -1;
+		if (full_out())
+			report_bw_print(&theirs);
+		if (oob_close(&me->my[0], &me->rem[0]))
+			return -1;
+		report_line();
+		if (opt.check && opt.verb == V_ATOMIC &&
+		    opt.atomic_type == A_FETCH_AND_ADD && opt.duration <= 0) {
+			for (int q = 0; q < me->nqps; q++) {
+				uint64_t v;
+
+				memcpy(&v, side_dst(me, q), 8);
+				if (v != opt.iters) {
+					printf(" check: QP %d counter %lu after %lu FETCH_AND_ADDs\n",
+					       q, (unsigned long)v,
+					       (unsigned long)opt.iters);
+					return -1;
+				}
+			}
+		}
+		return 0;
+	}
+	if (opt.verb == V_ATOMIC)
+		atomic_prepare(me, NULL);
+	for (int i = 0; i < nsizes(); i++)
+		if (remote_bw_size(me, size_at(i), &mine))
+			return -1;
+	report_line();
+	{
+		uint64_t msgs, t0, t1;
+
+		run_result(false, &msgs, &t0, &t1);
+		report_per_qp(me, (double)(t1 - t0) / perf_tsc_hz());
+	}
+	if (hs0(me) || oob_bw_reports(&mine, &theirs, oob_rem_version))
+		return -1;
+	return oob_close(&me->my[0], &me->rem[0]);
+}
+
+static int remote_send_bw(struct perf_side *me)
+{
+	struct perf_bw_report r;
+
+	if (hs_all(me, false) || remote_connect(me) || hs0(me))
+		return -1;
+	print_locals(me);
+	if (hs_all(me, true))
+		return -1;
+	report_bw_header();
+	for (int i = 0; i < nsizes(); i++) {
+		uint64_t size = size_at(i);
+
+		run_set_size(size);
+		if (!me->is_client && run_bw_prepare_server(me))
+			return -1;
+		if (hs0(me) || remote_bw_size(me, size, &r))
+			return -1;
+		/* perftest syncs again after each size of -a only */
+		if (opt.all && hs0(me))
+			return -1;
+	}
+	report_line();
+	return oob_close(&me->my[0], &me->rem[0]);
+}
+
+static int remote_lat_size(struct perf_side *me, uint64_t size)
+{
+	bool client = me->is_client;
+
+	run_set_size(size);
+	memset(&perf_cyc, 0, sizeof(perf_cyc));
+	perf_post_enomem = 0;
+	stats_get(me, &me->ds0);
+	if (run_lat(client ? me : NULL, client ? NULL : me))
+		return -1;
+	stats_get(me, &me->ds1);
+	if (report_lat(me))
+		return -1;
+	report_kv_lat(me, NULL);
+	report_cycles(me, NULL);
+	return 0;
+}
+
+static int remote_lat(struct perf_side *me)
+{
+	bool client = me->is_client;
+
+	if (opt.verb == V_SEND) {
+		if (hs_all(me, false) || remote_connect(me) || hs0(me))
+			return -1;
+		print_locals(me);
+		if (hs_all(me, true))
+			return -1;
+	} else {
+		if (hs0(me) || hs_all(me, false) || remote_connect(me))
+			return -1;
+		print_locals(me);
+		if (hs_all(me, true) || hs0(me))
+			return -1;
+	}
+	zero_for_lat(me);
+	if ((opt.verb == V_READ || opt.verb == V_ATOMIC) && !client) {
+		/* only the client posts; the server waits for it to finish */
+		if (oob_close(&me->my[0], &me->rem[0]))
+			return -1;
+		report_line();
+		return 0;
+	}
+	report_lat_header();
+	for (int i = 0; i < nsizes(); i++) {
+		uint64_t size = size_at(i);
+
+		run_set_size(size);
+		if (opt.verb == V_SEND) {
+			if (run_lat_prepare_recv(me) || hs0(me))
+				return -1;
+		}
+		if (remote_lat_size(me, size))
+			return -1;
+	}
+	report_line();
+	if (opt.verb == V_WRITE)
+		return 0;	/* write_lat ends without a closing exchange */
+	return oob_close(&me->my[0], &me->rem[0]);
+}
+
+static bool env_app_mode(void)
+{
+	const char *d = getenv("DROCE_DEVICES");
+
+	if (d && strstr(d, "lcore=app"))
+		return true;
+	return rte_lcore_count() <= 1;
+}
+
+static int main_remote(void)
+{
+	struct ibv_device **list, *dev = NULL;
+	struct perf_side me;
+	char rem_version[PERF_VERSION_LEN];
+	int cycle_buffer = (int)sysconf(_SC_PAGESIZE), cache_line = 64;
+	enum ibv_mtu mtu;
+	int nd, ret = 1;
+
+	memset(&me, 0, sizeof(me));
+	list = ibv_get_device_list(&nd);
+	if (list == NULL || nd == 0) {
+		fprintf(stderr, " No IB devices found (DROCE_DEVICES?)\n");
+		return 1;
+	}
+	for (int i = 0; i < nd; i++)
+		if (!opt.ib_devname ||
+		    strcmp(ibv_get_device_name(list[i]), opt.ib_devname) == 0) {
+			dev = list[i];
+			break;
+		}
+	if (dev == NULL) {
+		fprintf(stderr, " IB device %s not found\n", opt.ib_devname);
+		goto out;
+	}
+	me.app_mode = env_app_mode();
+	opt.engine = me.app_mode ? ENG_APP : ENG_LCORE;
+	if (full_out() && !opt.servername) {
+		printf("\n************************************\n");
+		printf("* Waiting for client to connect... *\n");
+		printf("************************************\n");
+		fflush(stdout);
+	}
+	if (oob_connect())
+		goto out;
+	if (oob_versions(rem_version) || oob_sys_data(&cycle_buffer, &cache_line))
+		goto out;
+	/* resources once the cycle buffer is agreed, as perftest */
+	if (side_open(&me, dev, opt.servername != NULL, max_size(),
+		      (uint64_t)cycle_buffer))
+		goto out;
+	me.app_mode = env_app_mode();
+	oob_set_drive(&me);
+	if (alloc_timing(&me)) {
+		fprintf(stderr, " out of memory for the timing arrays\n");
+		goto out;
+	}
+	mtu = opt.mtu ? perf_mtu_enum(opt.mtu) : me.port_mtu;
+	if (oob_mtu(&mtu))
+		goto out;
+	opt.mtu = perf_mtu_bytes(mtu);
+	side_fill_dest(&me);
+	report_test_info(&me);
+	if (opt.tst == T_BW)
+		ret = opt.verb == V_SEND ? remote_send_bw(&me) : remote_bw(&me);
+	else
+		ret = remote_lat(&me);
+	ret = ret ? 1 : 0;
+out:
+	side_close(&me);
+	ibv_free_device_list(list);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	char *base = basename(argv[0]);
+	int t = find_test(base);
+
+	opt.tcp_port = PERF_DEF_PORT;
+	opt.ib_port = 1;
+	opt.nqps = 1;
+	opt.inline_size = -1;
+	opt.out_reads = -1;
+	opt.gid_index = 1;
+	opt.qp_timeout = PERF_DEF_QP_TIMEOUT;
+	opt.atomic_type = A_FETCH_AND_ADD;
+	opt.output = OUT_FULL;
+	opt.margin = -1;
+	opt.idle_us = -1;
+	opt.post_list = 1;
+	if (t < 0 && argc > 1) {
+		t = find_test(argv[1]);
+		if (t >= 0) {
+			argv[1] = argv[0];
+			argv++;
+			argc--;
+		}
+	}
+	if (t < 0) {
+		if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
+				 strcmp(argv[1], "--help") == 0)) {
+			usage(base);
+			return 0;
+		}
+		fprintf(stderr, "%s: name a test first (write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, atomic_lat); --help for more\n",
+			base);
+		return 1;
+	}
+	opt.verb = tests[t].verb;
+	opt.tst = tests[t].tst;
+	opt.test_name = tests[t].name;
+	if (parse_args(argc, argv) || settle_opts())
+		return 1;
+	srand48((long)getpid() * (long)time(NULL));
+	if (opt.loopback) {
+		if (opt.servername) {
+			fprintf(stderr, " --loopback takes no host\n");
+			return 1;
+		}
+		return main_loopback(argv[0]);
+	}
+	return main_remote();
+}

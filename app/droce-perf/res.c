@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Verbs resources of one end: device context, PD, one buffer and MR for
+ * all QPs, the CQs, the QPs and their INIT -> RTR -> RTS transitions with
+ * perftest's attributes (RC; timeout -u, retry 7, RNR retry 7, RNR timer
+ * 12, outstanding reads as exchanged).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "droce.h"
+#include "perf.h"
+
+enum ibv_mtu perf_mtu_enum(int bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	default: return 0;
+	}
+}
+
+int perf_mtu_bytes(enum ibv_mtu m)
+{
+	return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
+}
+
+uint8_t *side_src(const struct perf_side *s, int q)
+{
+	return s->buf + (size_t)q * s->slot;
+}
+
+uint8_t *side_dst(const struct perf_side *s, int q)
+{
+	return s->buf + (size_t)(s->nqps + q) * s->slot;
+}
+
+void side_drive(struct perf_side *s)
+{
+	if (s->app_mode) {
+		uint64_t t0 = opt.cycles ? perf_tsc() : 0;
+
+		droce_poll(s->ctx);
+		if (opt.cycles) {
+			perf_cyc.drive += perf_tsc() - t0;
+			perf_cyc.drives++;
+		}
+	}
+}
+
+static uint32_t cq_size(uint64_t want, const struct ibv_device_attr *da)
+{
+	uint64_t max = da->max_cqe > 0 ? (uint64_t)da->max_cqe : 65535;
+
+	if (want < 16)
+		want = 16;
+	return (uint32_t)(want > max ? max : want);
+}
+
+/* Does this end post sends? receives? */
+static bool side_sends(const struct perf_side *s)
+{
+	return s->is_client || opt.tst == T_LAT;
+}
+
+static bool side_recvs(const struct perf_side *s)
+{
+	return opt.verb == V_SEND && (!s->is_client || opt.tst == T_LAT);
+}
+
+int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
+	      uint64_t max_size, uint64_t cycle_buffer)
+{
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	int n = opt.nqps;
+
+	s->is_client = client;
+	s->name = client ? "client" : "server";
+	s->nqps = n;
+	s->ctx = ibv_open_device(dev);
+	if (s->ctx == NULL) {
+		PERF_ERR("Couldn't get context for %s\n", ibv_get_device_name(dev));
+		return -1;
+	}
+	if (ibv_query_device(s->ctx, &da) || ibv_query_port(s->ctx,
+			     (uint8_t)opt.ib_port, &pa)) {
+		PERF_ERR("Couldn't query device/port %d\n", opt.ib_port);
+		return -1;
+	}
+	if (n > da.max_qp) {
+		PERF_ERR("%d QPs requested, the device has %d at most\n", n,
+			 da.max_qp);
+		return -1;
+	}
+	s->port_mtu = pa.active_mtu;
+	s->gid_index = opt.gid_index;
+	if (ibv_query_gid(s->ctx, (uint8_t)opt.ib_port, s->gid_index, &s->gid)) {
+		PERF_ERR("Couldn't read sgid of index %d\n", s->gid_index);
+		return -1;
+	}
+	/* What we accept as responder: the device's limit, or -o. */
+	s->out_reads = da.max_qp_rd_atom;
+	if (opt.out_reads > 0 && opt.out_reads < s->out_reads)
+		s->out_reads = opt.out_reads;
+	if (opt.verb != V_READ && opt.verb != V_ATOMIC)
+		s->out_reads = 1;	/* perftest: 1 unless READ/atomic */
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (s->pd == NULL) {
+		PERF_ERR("Couldn't allocate PD\n");
+		return -1;
+	}
+
+	/*
+	 * One buffer: a source and a target slot per QP. A perftest peer
+	 * moves its remote address through a "cycle buffer" (the larger page
+	 * size of the two hosts) for messages up to half of it, so a slot is
+	 * at least that big, as perftest's own (BUFF_SIZE).
+	 */
+	if (max_size < cycle_buffer)
+		max_size = cycle_buffer;
+	s->slot = (size_t)(max_size < 64 ? 64 : max_size);
+	s->slot = (s->slot + 63) & ~(size_t)63;
+	s->buf_len = 2 * (size_t)n * s->slot;
+	s->buf_len = (s->buf_len + 4095) & ~(size_t)4095;
+	s->buf = aligned_alloc(4096, s->buf_len);
+	if (s->buf == NULL) {
+		PERF_ERR("Couldn't allocate %zu bytes of buffer\n", s->buf_len);
+		return -1;
+	}
+	/* Touch every page now, not during the measurement. */
+	for (size_t i = 0; i < s->buf_len; i++)
+		s->buf[i] = (uint8_t)(i * 7 + (client ? 1 : 2));
+	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, access);
+	if (s->mr == NULL) {
+		PERF_ERR("Couldn't allocate MR\n");
+		return -1;
+	}
+
+	{
+		uint64_t sdepth = side_sends(s) ? (uint64_t)n * opt.tx_depth : 16;
+		uint64_t rdepth = side_recvs(s) ? (uint64_t)n * opt.rx_depth : 16;
+
+		s->scq = ibv_create_cq(s->ctx, (int)cq_size(sdepth, &da), NULL,
+				       NULL, 0);
+		if (s->scq == NULL) {
+			PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
+			return -1;
+		}
+		if (opt.verb == V_SEND) {
+			s->rcq = ibv_create_cq(s->ctx, (int)cq_size(rdepth, &da),
+					       NULL, NULL, 0);
+			if (s->rcq == NULL) {
+				PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
+				return -1;
+			}
+		} else {
+			s->rcq = s->scq;
+		}
+	}
+
+	s->qp = calloc((size_t)n, sizeof(*s->qp));
+	s->my = calloc((size_t)n, sizeof(*s->my));
+	s->rem = calloc((size_t)n, sizeof(*s->rem));
+	s->st = calloc((size_t)n, sizeof(*s->st));
+	s->wr = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->wr));
+	s->sge = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->sge));
+	if (!s->qp || !s->my || !s->rem || !s->st || !s->wr || !s->sge) {
+		PERF_ERR("out of memory\n");
+		return -1;
+	}
+	s->max_inline = 0;
+	for (int i = 0; i < n; i++) {
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr a;
+
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = s->scq;
+		ia.recv_cq = s->rcq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = side_sends(s) ? (uint32_t)opt.tx_depth : 1;
+		ia.cap.max_recv_wr = side_recvs(s) ? (uint32_t)opt.rx_depth : 1;
+		ia.cap.max_send_sge = 1;
+		ia.cap.max_recv_sge = 1;
+		if (side_sends(s) && (opt.verb == V_WRITE || opt.verb == V_SEND))
+			ia.cap.max_inline_data = (uint32_t)opt.inline_size;
+		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		if (s->qp[i] == NULL) {
+			PERF_ERR("Couldn't create QP %d of %d: %s\n", i, n,
+				 strerror(errno));
+			return -1;
+		}
+		if (i == 0)
+			s->max_inline = (int)ia.cap.max_inline_data;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.pkey_index = 0;
+		a.port_num = (uint8_t)opt.ib_port;
+		a.qp_access_flags = access;
+		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+			PERF_ERR("Failed to modify QP %d to INIT\n", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void side_fill_dest(struct perf_side *s)
+{
+	for (int i = 0; i < s->nqps; i++) {
+		struct perf_dest *d = &s->my[i];
+
+		d->lid = 0;
+		d->out_reads = (uint32_t)s->out_reads;
+		d->qpn = s->qp[i]->qp_num;
+		d->psn = (uint32_t)lrand48() & 0xffffff;
+		d->rkey = s->mr->rkey;
+		d->vaddr = (uintptr_t)side_dst(s, i);
+		d->gid = s->gid;
+		d->srqn = 0;
+	}
+}
+
+int side_connect(struct perf_side *s)
+{
+	for (int i = 0; i < s->nqps; i++) {
+		const struct perf_dest *r = &s->rem[i];
+		struct ibv_qp_attr a;
+		int rd = (int)r->out_reads;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = perf_mtu_enum(opt.mtu);
+		a.dest_qp_num = r->qpn;
+		a.rq_psn = r->psn;
+		a.max_dest_rd_atomic = (uint8_t)s->my[i].out_reads;
+		a.min_rnr_timer = PERF_MIN_RNR_TIMER;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = r->gid;
+		a.ah_attr.grh.sgid_index = (uint8_t)s->gid_index;
+		a.ah_attr.grh.hop_limit = 0xff;
+		a.ah_attr.sl = (uint8_t)opt.sl;
+		a.ah_attr.port_num = (uint8_t)opt.ib_port;
+		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
+				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER)) {
+			PERF_ERR("Failed to modify QP %d to RTR\n", s->qp[i]->qp_num);
+			return -1;
+		}
+		/* The peer may allow more reads in flight than we can have:
+		 * keep to our own limit (rxe offers 128, droce 16). */
+		if (rd < 1)
+			rd = 1;
+		if (rd > s->out_reads && (opt.verb == V_READ || opt.verb == V_ATOMIC))
+			rd = s->out_reads;
+		if (opt.verb != V_READ && opt.verb != V_ATOMIC)
+			rd = 1;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = s->my[i].psn;
+		a.timeout = (uint8_t)opt.qp_timeout;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = (uint8_t)rd;
+		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+			PERF_ERR("Failed to modify QP to RTS\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void side_close(struct perf_side *s)
+{
+	if (s->qp)
+		for (int i = 0; i < s->nqps; i++)
+			if (s->qp[i])
+				ibv_destroy_qp(s->qp[i]);
+	if (s->rcq && s->rcq != s->scq)
+		ibv_destroy_cq(s->rcq);
+	if (s->scq)
+		ibv_destroy_cq(s->scq);
+	if (s->mr)
+		ibv_dereg_mr(s->mr);
+	if (s->pd)
+		ibv_dealloc_pd(s->pd);
+	if (s->ctx)
+		ibv_close_device(s->ctx);
+	free(s->buf);
+	free(s->qp);
+	free(s->my);
+	free(s->rem);
+	free(s->st);
+	free(s->wr);
+	free(s->sge);
+	free(s->tposted);
+	free(s->tp);
+	free(s->tc);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,931 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The measurement loops, after perftest's run_iter_bw, run_iter_bw_server,
+ * run_iter_lat_write, run_iter_lat and run_iter_lat_send, written as
+ * non-blocking steps: in --loopback one thread runs both ends (a client
+ * step, then a server step, ...), in the two-process case one of them.
+ *
+ * Accounting differs from perftest in one way: every WR carries
+ * (QP index, sequence number) in its wr_id, so a signalled completion
+ * retires exactly the WRs up to it. Counts, bytes and per-QP rates are
+ * therefore exact, whatever the CQ moderation.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include "droce.h"
+#include "perf.h"
+
+#define POLL_BATCH	16
+#define STALL_SECS	10	/* no progress for this long: give up */
+
+static uint64_t cur_size;
+
+struct perf_cycles perf_cyc;
+
+uint64_t perf_tsc(void)
+{
+	return rte_rdtsc();
+}
+
+double perf_tsc_hz(void)
+{
+	static double hz;
+
+	if (hz == 0)
+		hz = (double)rte_get_tsc_hz();
+	return hz;
+}
+
+/* Duration mode windows (TSC). */
+struct window {
+	bool on;
+	uint64_t start, sample, stop, end;
+	uint64_t sample_t0, sample_t1;	/* actual first/last tick sampled */
+};
+
+static struct window win;
+
+static void window_start(void)
+{
+	double hz = perf_tsc_hz();
+	double margin = opt.margin >= 0 ? opt.margin : opt.duration / 4;
+
+	memset(&win, 0, sizeof(win));
+	if (opt.duration <= 0)
+		return;
+	if (2 * margin >= opt.duration)
+		margin = opt.duration / 4;
+	win.on = true;
+	win.start = perf_tsc();
+	win.sample = win.start + (uint64_t)(margin * hz);
+	win.stop = win.start + (uint64_t)((opt.duration - margin) * hz);
+	win.end = win.start + (uint64_t)(opt.duration * hz);
+}
+
+static inline bool in_sample(uint64_t now)
+{
+	return win.on && now >= win.sample && now < win.stop;
+}
+
+static inline bool time_over(uint64_t now)
+{
+	return win.on && now >= win.end;
+}
+
+/* -------------------------------------------------------------- verbs */
+
+/*
+ * droce publishes a send queue's consumer index (sq_ci) after the CQEs of
+ * the WQEs it retires, so a thread polling from another core can see a
+ * completion and still find the slot taken: ibv_post_send() fails with
+ * ENOMEM although the verbs contract says the slot is free. perftest would
+ * stop there ("Couldn't post send"); we count it and try again, which
+ * succeeds within nanoseconds. The count is reported (post_enomem=).
+ */
+uint64_t perf_post_enomem;
+
+static inline int do_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	uint64_t t0 = opt.cycles ? perf_tsc() : 0;
+	int ret;
+
+	for (int tries = 0;; tries++) {
+		ret = ibv_post_send(qp, wr, &bad);
+		if (ret != ENOMEM || bad != wr || tries >= 1000000)
+			break;
+		perf_post_enomem++;
+		rte_pause();
+	}
+	if (opt.cycles)
+		perf_cyc.post += perf_tsc() - t0;
+	return ret;
+}
+
+static inline int do_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
+{
+	struct ibv_recv_wr *bad;
+	int ret;
+
+	if (!opt.cycles)
+		return ibv_post_recv(qp, wr, &bad);
+	uint64_t t0 = perf_tsc();
+
+	ret = ibv_post_recv(qp, wr, &bad);
+	perf_cyc.post += perf_tsc() - t0;
+	return ret;
+}
+
+static inline int do_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	int ret;
+
+	if (!opt.cycles)
+		return ibv_poll_cq(cq, n, wc);
+	uint64_t t0 = perf_tsc();
+
+	ret = ibv_poll_cq(cq, n, wc);
+	perf_cyc.poll += perf_tsc() - t0;
+	perf_cyc.polls++;
+	return ret;
+}
+
+static void comp_error(struct perf_side *s, const struct ibv_wc *wc,
+		       const char *what)
+{
+	if (s->errors++ == 0) {
+		fprintf(stderr, " Completion with error at %s:\n", s->name);
+		fprintf(stderr, " Failed status %d (%s): wr_id %d syndrom 0x%x (%s)\n",
+			wc->status, ibv_wc_status_str(wc->status),
+			(int)(wc->wr_id >> 32), wc->vendor_err, what);
+	}
+}
+
+/* ----------------------------------------------------- WR templates */
+
+void run_set_size(uint64_t size)
+{
+	cur_size = size;
+}
+
+uint64_t run_get_size(void)
+{
+	return cur_size;
+}
+
+static void set_send_wrs(struct perf_side *s)
+{
+	bool inl = (opt.verb == V_WRITE || opt.verb == V_SEND) &&
+		   cur_size <= (uint64_t)s->max_inline &&
+		   (int64_t)cur_size <= opt.inline_size;
+
+	for (int q = 0; q < s->nqps; q++) {
+		for (int k = 0; k < opt.post_list; k++) {
+			int i = q * opt.post_list + k;
+			struct ibv_send_wr *w = &s->wr[i];
+			struct ibv_sge *g = &s->sge[i];
+
+			memset(w, 0, sizeof(*w));
+			g->addr = (uintptr_t)side_src(s, q);
+			g->length = (uint32_t)(opt.verb == V_ATOMIC ? 8 : cur_size);
+			g->lkey = s->mr->lkey;
+			w->sg_list = g;
+			w->num_sge = 1;
+			w->next = k + 1 < opt.post_list ? &s->wr[i + 1] : NULL;
+			switch (opt.verb) {
+			case V_SEND:
+				w->opcode = IBV_WR_SEND;
+				break;
+			case V_WRITE:
+				w->opcode = IBV_WR_RDMA_WRITE;
+				w->wr.rdma.remote_addr = s->rem[q].vaddr;
+				w->wr.rdma.rkey = s->rem[q].rkey;
+				break;
+			case V_READ:
+				w->opcode = IBV_WR_RDMA_READ;
+				w->wr.rdma.remote_addr = s->rem[q].vaddr;
+				w->wr.rdma.rkey = s->rem[q].rkey;
+				break;
+			case V_ATOMIC:
+				w->opcode = opt.atomic_type == A_FETCH_AND_ADD ?
+					    IBV_WR_ATOMIC_FETCH_AND_ADD :
+					    IBV_WR_ATOMIC_CMP_AND_SWP;
+				w->wr.atomic.remote_addr = s->rem[q].vaddr;
+				w->wr.atomic.rkey = s->rem[q].rkey;
+				w->wr.atomic.compare_add =
+					opt.atomic_type == A_FETCH_AND_ADD ? 1 : 0;
+				w->wr.atomic.swap = 0;
+				break;
+			}
+			if (inl)
+				w->send_flags |= IBV_SEND_INLINE;
+		}
+	}
+}
+
+static int post_recvs(struct perf_side *s, int q, int n)
+{
+	struct ibv_sge g = {
+		.addr = (uintptr_t)side_dst(s, q),
+		.length = (uint32_t)cur_size,
+		.lkey = s->mr->lkey,
+	};
+	struct ibv_recv_wr w = { .wr_id = (uint64_t)q, .sg_list = &g,
+				 .num_sge = 1 };
+
+	for (int i = 0; i < n; i++) {
+		if (do_post_recv(s->qp[q], &w)) {
+			PERF_ERR("Couldn't post recv Qp = %d: counter=%d\n", q, i);
+			return -1;
+		}
+		s->st[q].rposted++;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------ bandwidth */
+
+struct bw_state {
+	struct perf_side *s;
+	uint64_t iters;			/* per QP, 0 in duration mode */
+	uint64_t tot;			/* iters * nqps */
+	uint64_t totscnt, totccnt;
+	uint64_t t_first, t_last;
+	uint64_t sampled;		/* duration: completions in the window */
+	uint64_t sig_total;		/* sum over QPs of the last signalled seq */
+	uint64_t last_progress;
+	int *ready;			/* FIFO of QPs with room to post */
+	uint8_t *inq;
+	int rhead, rtail, rcount;
+	bool done;
+	bool stopping;			/* duration: window over, draining */
+};
+
+static inline bool bw_can_post(const struct bw_state *b,
+			       const struct perf_qpstat *st)
+{
+	return !b->stopping && (win.on || st->scnt < b->iters) &&
+	       st->scnt - st->ccnt + (uint64_t)opt.post_list <=
+	       (uint64_t)opt.tx_depth;
+}
+
+static inline void bw_ready_push(struct bw_state *b, int q)
+{
+	if (b->inq[q])
+		return;
+	b->inq[q] = 1;
+	b->ready[b->rtail] = q;
+	if (++b->rtail == b->s->nqps)
+		b->rtail = 0;
+	b->rcount++;
+}
+
+static int bw_client_init(struct bw_state *b, struct perf_side *s)
+{
+	memset(b, 0, sizeof(*b));
+	b->s = s;
+	b->ready = calloc((size_t)s->nqps, sizeof(*b->ready));
+	b->inq = calloc((size_t)s->nqps, 1);
+	if (b->ready == NULL || b->inq == NULL) {
+		free(b->ready);
+		free(b->inq);
+		return -1;
+	}
+	b->iters = win.on ? 0 : opt.iters;
+	b->tot = b->iters * (uint64_t)s->nqps;
+	memset(s->st, 0, sizeof(*s->st) * (size_t)s->nqps);
+	set_send_wrs(s);
+	if (s->tp && !win.on) {
+		memset(s->tp, 0, sizeof(*s->tp) * s->tp_n);
+		memset(s->tc, 0, sizeof(*s->tc) * s->tp_n);
+	}
+	b->last_progress = perf_tsc();
+	for (int q = 0; q < s->nqps; q++)
+		bw_ready_push(b, q);
+	return 0;
+}
+
+static void bw_client_fini(struct bw_state *b)
+{
+	free(b->ready);
+	free(b->inq);
+	b->ready = NULL;
+	b->inq = NULL;
+}
+
+/*
+ * Post what the window allows on the QPs that have room. Only those are
+ * visited (a FIFO fed by completions), so 16384 QPs cost what 1 does per
+ * message: the harness must not be what limits the rate.
+ */
+static int bw_client_post(struct bw_state *b, uint64_t now)
+{
+	struct perf_side *s = b->s;
+	int pl = opt.post_list;
+	int todo = b->rcount;
+
+	while (todo-- > 0) {
+		int q = b->ready[b->rhead];
+		struct perf_qpstat *st = &s->st[q];
+		struct ibv_send_wr *w = &s->wr[q * pl];
+
+		if (++b->rhead == s->nqps)
+			b->rhead = 0;
+		b->rcount--;
+		b->inq[q] = 0;
+		while (bw_can_post(b, st)) {
+			for (int j = 0; j < pl; j++) {
+				uint64_t seq = st->scnt + (uint64_t)j + 1;
+
+				w[j].wr_id = (uint64_t)q << 32 | (seq & 0xffffffff);
+				/* perftest: every cq_mod-th, and the last one */
+				if (seq % (uint64_t)opt.cq_mod == 0 ||
+				    (!win.on && seq == b->iters)) {
+					w[j].send_flags |= IBV_SEND_SIGNALED;
+					b->sig_total += seq - st->lastsig;
+					st->lastsig = seq;
+				} else {
+					w[j].send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+				}
+			}
+			if (s->tp && !win.on)
+				for (int j = 0; j < pl; j++)
+					s->tp[b->totscnt + (uint64_t)j] = now;
+			if (st->scnt == 0)
+				st->t_first = now;
+			if (b->totscnt == 0)
+				b->t_first = now;
+			{
+				int e = do_post_send(s->qp[q], w);
+
+				if (e) {
+					PERF_ERR("Couldn't post send: qp %d scnt=%lu ccnt=%lu: %s\n", q,
+						 (unsigned long)st->scnt, (unsigned long)st->ccnt, strerror(e));
+					return -1;
+				}
+			}
+			st->scnt += (uint64_t)pl;
+			b->totscnt += (uint64_t)pl;
+			if (opt.cycles || (s->tp && !win.on))
+				now = perf_tsc();
+		}
+	}
+	return 0;
+}
+
+static int bw_client_poll(struct bw_state *b)
+{
+	struct perf_side *s = b->s;
+	struct ibv_wc wc[POLL_BATCH];
+	int ne = do_poll(s->scq, POLL_BATCH, wc);
+	uint64_t now;
+
+	if (ne < 0) {
+		PERF_ERR("poll CQ failed %d\n", ne);
+		return -1;
+	}
+	if (ne == 0)
+		return 0;
+	now = perf_tsc();
+	b->last_progress = now;
+	for (int i = 0; i < ne; i++) {
+		int q = (int)(wc[i].wr_id >> 32);
+		uint32_t seq = (uint32_t)wc[i].wr_id;
+		struct perf_qpstat *st;
+		uint64_t newly;
+
+		if (wc[i].status != IBV_WC_SUCCESS || q < 0 || q >= s->nqps) {
+			comp_error(s, &wc[i], "send CQ");
+			return -1;
+		}
+		st = &s->st[q];
+		newly = (uint64_t)(uint32_t)(seq - (uint32_t)st->ccnt);
+		st->ccnt += newly;
+		st->t_last = now;
+		if (s->tc && !win.on)
+			for (uint64_t j = 0; j < newly && b->totccnt + j < s->tp_n; j++)
+				s->tc[b->totccnt + j] = now;
+		b->totccnt += newly;
+		if (bw_can_post(b, st))
+			bw_ready_push(b, q);
+		if (in_sample(now)) {
+			if (b->sampled == 0)
+				win.sample_t0 = now;
+			b->sampled += newly;
+			win.sample_t1 = now;
+		}
+	}
+	b->t_last = now;
+	return 0;
+}
+
+static int bw_client_step(struct bw_state *b)
+{
+	uint64_t now = perf_tsc();
+
+	if (b->done)
+		return 0;
+	if (time_over(now) && !b->stopping)
+		b->stopping = true;
+	if (bw_client_post(b, now))
+		return -1;
+	if (b->totccnt < b->sig_total) {
+		if (bw_client_poll(b))
+			return -1;
+	} else {
+		side_drive(b->s);	/* app mode: nothing to poll, still turn */
+	}
+	/* duration mode stops posting at the end and waits for what it can
+	 * see complete: everything up to each QP's last signalled WR */
+	if (b->stopping ? b->totccnt >= b->sig_total :
+	    (!win.on && b->totccnt >= b->tot))
+		b->done = true;
+	return 0;
+}
+
+struct bw_server_state {
+	struct perf_side *s;
+	uint64_t iters, tot, rcnt;
+	uint64_t t_first, t_last;
+	uint64_t sampled;
+	uint64_t last_progress;
+	bool done;
+};
+
+static int bw_server_prepare(struct perf_side *s)
+{
+	uint64_t per_qp = (uint64_t)opt.rx_depth;
+
+	memset(s->st, 0, sizeof(*s->st) * (size_t)s->nqps);
+	if (!win.on && per_qp > opt.iters)
+		per_qp = opt.iters;
+	for (int q = 0; q < s->nqps; q++)
+		if (post_recvs(s, q, (int)per_qp))
+			return -1;
+	return 0;
+}
+
+static void bw_server_init(struct bw_server_state *b, struct perf_side *s)
+{
+	memset(b, 0, sizeof(*b));
+	b->s = s;
+	b->iters = win.on ? 0 : opt.iters;
+	b->tot = b->iters * (uint64_t)s->nqps;
+	b->last_progress = perf_tsc();
+}
+
+static int bw_server_step(struct bw_server_state *b)
+{
+	struct perf_side *s = b->s;
+	struct ibv_wc wc[POLL_BATCH];
+	int ne;
+	uint64_t now;
+
+	if (b->done)
+		return 0;
+	ne = do_poll(s->rcq, POLL_BATCH, wc);
+	if (ne < 0) {
+		PERF_ERR("Poll Receive CQ failed %d\n", ne);
+		return -1;
+	}
+	now = perf_tsc();
+	if (ne > 0) {
+		b->last_progress = now;
+		if (b->rcnt == 0)
+			b->t_first = now;
+	}
+	for (int i = 0; i < ne; i++) {
+		int q = (int)wc[i].wr_id;
+		struct perf_qpstat *st;
+
+		if (wc[i].status != IBV_WC_SUCCESS || q < 0 || q >= s->nqps) {
+			comp_error(s, &wc[i], "receive CQ");
+			return -1;
+		}
+		st = &s->st[q];
+		if (st->rcnt == 0)
+			st->t_first = now;
+		st->rcnt++;
+		st->ccnt++;
+		st->rbytes += wc[i].byte_len;
+		st->t_last = now;
+		b->rcnt++;
+		if (in_sample(now)) {
+			if (b->sampled == 0)
+				win.sample_t0 = now;
+			b->sampled++;
+			win.sample_t1 = now;
+		}
+		if ((win.on && !time_over(now)) || st->rposted < b->iters)
+			if (post_recvs(s, q, 1))
+				return -1;
+	}
+	if (ne > 0)
+		b->t_last = now;
+	if (!win.on && b->rcnt >= b->tot)
+		b->done = true;
+	if (win.on && time_over(now))
+		b->done = true;
+	return 0;
+}
+
+static int stalled(uint64_t last, const char *who)
+{
+	if (perf_tsc() - last > (uint64_t)(STALL_SECS * perf_tsc_hz())) {
+		PERF_ERR("%s: no progress for %d s, giving up\n", who, STALL_SECS);
+		return 1;
+	}
+	return 0;
+}
+
+/* The run's results for the reports. */
+struct perf_run_result {
+	uint64_t all_msgs;		/* completed in the whole run */
+	uint64_t msgs;			/* completed, in the measured window */
+	uint64_t t0, t1;		/* window (TSC) */
+};
+static struct perf_run_result res_client, res_server;
+
+int run_bw(struct perf_side *c, struct perf_side *srv)
+{
+	struct bw_state bc;
+	struct bw_server_state bs;
+	bool send_srv = srv && opt.verb == V_SEND;
+	uint64_t t_begin;
+
+	window_start();
+	memset(&res_client, 0, sizeof(res_client));
+	memset(&res_server, 0, sizeof(res_server));
+	if (c && bw_client_init(&bc, c)) {
+		PERF_ERR("out of memory\n");
+		return -1;
+	}
+	if (send_srv)
+		bw_server_init(&bs, srv);
+	t_begin = perf_tsc();
+	cpu_start();
+	for (;;) {
+		bool cd = !c || bc.done, sd = !send_srv || bs.done;
+
+		if (cd && sd)
+			break;
+		if (c && !bc.done) {
+			if (bw_client_step(&bc) ||
+			    (!bc.done && stalled(bc.last_progress, "client"))) {
+				bw_client_fini(&bc);
+				return -1;
+			}
+		}
+		if (send_srv && !bs.done) {
+			if (bw_server_step(&bs) ||
+			    (!bs.done && stalled(bs.last_progress, "server"))) {
+				if (c)
+					bw_client_fini(&bc);
+				return -1;
+			}
+		} else if (srv && !c) {
+			/* a passive end (WRITE/READ/atomic server) has nothing
+			 * to run: its engine answers by itself */
+			break;
+		}
+	}
+	perf_cyc.total = perf_tsc() - t_begin;
+	cpu_stop();
+	if (c)
+		bw_client_fini(&bc);
+	if (c) {
+		res_client.msgs = win.on ? bc.sampled : bc.totccnt;
+		res_client.t0 = win.on ? win.sample_t0 : bc.t_first;
+		res_client.t1 = win.on ? win.sample_t1 : bc.t_last;
+		res_client.all_msgs = bc.totccnt;
+	}
+	if (send_srv) {
+		res_server.msgs = win.on ? bs.sampled : bs.rcnt;
+		res_server.t0 = win.on ? win.sample_t0 : bs.t_first;
+		res_server.t1 = win.on ? win.sample_t1 : bs.t_last;
+		res_server.all_msgs = bs.rcnt;
+	}
+	return 0;
+}
+
+int run_bw_prepare_server(struct perf_side *s)
+{
+	return bw_server_prepare(s);
+}
+
+void run_result(bool server, uint64_t *msgs, uint64_t *t0, uint64_t *t1)
+{
+	const struct perf_run_result *r = server ? &res_server : &res_client;
+
+	*msgs = r->msgs;
+	*t0 = r->t0;
+	*t1 = r->t1;
+}
+
+uint64_t run_all_msgs(bool server)
+{
+	return server ? res_server.all_msgs : res_client.all_msgs;
+}
+
+/* -------------------------------------------------------- latency */
+
+enum lat_phase { L_RECV, L_SEND, L_CQE, L_DONE };
+
+struct lat_state {
+	struct perf_side *s;
+	bool server;
+	enum lat_phase ph;
+	uint64_t scnt, ccnt, rcnt;
+	uint64_t iters;
+	volatile uint8_t *poll_buf;
+	uint8_t *post_buf;
+	bool wait_cqe;			/* send_lat: this send was signalled */
+	uint64_t last_progress;
+	uint64_t sampled;		/* duration mode */
+	int size_per_qp;		/* send_lat: receives kept posted */
+};
+
+static void lat_init(struct lat_state *l, struct perf_side *s, bool server)
+{
+	memset(l, 0, sizeof(*l));
+	l->s = s;
+	l->server = server;
+	l->iters = win.on ? UINT64_MAX : opt.iters;
+	l->poll_buf = side_dst(s, 0) + cur_size - 1;
+	l->post_buf = side_src(s, 0) + cur_size - 1;
+	l->last_progress = perf_tsc();
+	set_send_wrs(s);
+	s->wr[0].wr_id = 0;
+	s->wr[0].next = NULL;
+	if (opt.verb == V_WRITE || opt.verb == V_READ || opt.verb == V_ATOMIC)
+		s->wr[0].send_flags |= IBV_SEND_SIGNALED;
+	else
+		s->wr[0].send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+	s->lat_n = 0;
+	/* who waits first: write_lat's client, send_lat's server; read and
+	 * atomic latency only ever send */
+	if (opt.verb == V_WRITE)
+		l->ph = server ? L_SEND : L_RECV;
+	else if (opt.verb == V_SEND)
+		l->ph = server ? L_RECV : L_SEND;
+	else
+		l->ph = L_SEND;
+}
+
+static bool lat_more_recv(const struct lat_state *l)
+{
+	return l->rcnt < l->iters;
+}
+
+static int lat_step(struct lat_state *l)
+{
+	struct perf_side *s = l->s;
+	struct ibv_wc wc;
+	uint64_t now;
+	int ne;
+
+	switch (l->ph) {
+	case L_RECV:
+		if (win.on && time_over(perf_tsc())) {
+			l->ph = L_DONE;
+			return 0;
+		}
+		if (opt.verb == V_WRITE) {
+			if (*l->poll_buf != (uint8_t)(l->rcnt + 1)) {
+				side_drive(s);
+				return 0;
+			}
+		} else {
+			ne = do_poll(s->rcq, 1, &wc);
+			if (ne < 0)
+				return -1;
+			if (ne == 0)
+				return 0;
+			if (wc.status != IBV_WC_SUCCESS) {
+				comp_error(s, &wc, "receive CQ");
+				return -1;
+			}
+			/* keep rx_depth posted while more will come */
+			if (win.on || l->rcnt + 1 + (uint64_t)l->size_per_qp <=
+				      l->iters)
+				if (post_recvs(s, 0, 1))
+					return -1;
+		}
+		l->rcnt++;
+		l->last_progress = perf_tsc();
+		l->ph = l->scnt < l->iters ? L_SEND : L_DONE;
+		if (l->ph == L_DONE)
+			return 0;
+		/* fall through */
+	case L_SEND:
+		now = perf_tsc();
+		if (time_over(now)) {
+			l->ph = L_DONE;
+			return 0;
+		}
+		if (!win.on)
+			s->tposted[l->scnt] = now;
+		else if (in_sample(now)) {
+			if (l->sampled == 0)
+				win.sample_t0 = now;
+			l->sampled++;
+			win.sample_t1 = now;
+		}
+		if (opt.verb == V_WRITE)
+			*l->post_buf = (uint8_t)(l->scnt + 1);
+		l->scnt++;
+		l->wait_cqe = true;
+		if (opt.verb == V_SEND) {
+			/* perftest: signal every cq_mod-th and the last */
+			l->wait_cqe = l->scnt % (uint64_t)opt.cq_mod == 0 ||
+				      (!win.on && l->scnt == l->iters);
+			if (l->wait_cqe)
+				s->wr[0].send_flags |= IBV_SEND_SIGNALED;
+			else
+				s->wr[0].send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
+		}
+		if (do_post_send(s->qp[0], &s->wr[0])) {
+			PERF_ERR("Couldn't post send: scnt=%lu\n",
+				 (unsigned long)l->scnt);
+			return -1;
+		}
+		l->ph = l->wait_cqe ? L_CQE : L_RECV;
+		if (!l->wait_cqe)
+			goto next;
+		/* fall through */
+	case L_CQE:
+		ne = do_poll(s->scq, 1, &wc);
+		if (ne < 0)
+			return -1;
+		if (ne == 0)
+			return 0;
+		if (wc.status != IBV_WC_SUCCESS) {
+			comp_error(s, &wc, "send CQ");
+			return -1;
+		}
+		l->ccnt = l->scnt;
+		l->last_progress = perf_tsc();
+	next:
+		if (opt.verb == V_READ || opt.verb == V_ATOMIC)
+			l->ph = l->scnt < l->iters ? L_SEND : L_DONE;
+		else
+			l->ph = lat_more_recv(l) ? L_RECV :
+				(l->scnt < l->iters ? L_SEND : L_DONE);
+		/* the last send of send_lat was signalled: its CQE is in */
+		return 0;
+	case L_DONE:
+		return 0;
+	}
+	return 0;
+}
+
+int run_lat(struct perf_side *c, struct perf_side *srv)
+{
+	struct lat_state lc, ls;
+	bool srv_active = srv && (opt.verb == V_WRITE || opt.verb == V_SEND);
+	uint64_t t_begin;
+
+	window_start();
+	if (c)
+		lat_init(&lc, c, false);
+	if (srv_active)
+		lat_init(&ls, srv, true);
+	if (opt.verb == V_SEND) {
+		/* receives for this size, as perftest's ctx_set_recv_wqes */
+		int per = opt.rx_depth;
+
+		if (!win.on && (uint64_t)per > opt.iters)
+			per = (int)opt.iters;
+		if (c) {
+			lc.size_per_qp = per;
+			memset(c->st, 0, sizeof(*c->st));
+		}
+		if (srv_active) {
+			ls.size_per_qp = per;
+			memset(srv->st, 0, sizeof(*srv->st));
+		}
+	}
+	t_begin = perf_tsc();
+	cpu_start();
+	for (;;) {
+		bool cd = !c || lc.ph == L_DONE;
+		bool sd = !srv_active || ls.ph == L_DONE;
+
+		if (cd && sd)
+			break;
+		if (c && lc.ph != L_DONE) {
+			if (lat_step(&lc))
+				return -1;
+			if (stalled(lc.last_progress, "client"))
+				return -1;
+		}
+		if (srv_active && ls.ph != L_DONE) {
+			if (lat_step(&ls))
+				return -1;
+			if (stalled(ls.last_progress, "server"))
+				return -1;
+		}
+		if (!c && !srv_active)
+			break;
+	}
+	perf_cyc.total = perf_tsc() - t_begin;
+	cpu_stop();
+	res_client.all_msgs = c ? lc.scnt : 0;
+	res_server.all_msgs = srv_active ? ls.scnt : 0;
+	if (c) {
+		c->lat_n = win.on ? lc.sampled : lc.scnt;
+		c->st[0].scnt = lc.scnt;
+		c->st[0].ccnt = lc.ccnt;
+		c->st[0].rcnt = lc.rcnt;
+	}
+	if (srv_active) {
+		srv->lat_n = win.on ? ls.sampled : ls.scnt;
+		srv->st[0].scnt = ls.scnt;
+		srv->st[0].ccnt = ls.ccnt;
+		srv->st[0].rcnt = ls.rcnt;
+	}
+	return 0;
+}
+
+void run_lat_window(uint64_t *t0, uint64_t *t1)
+{
+	*t0 = win.sample_t0;
+	*t1 = win.sample_t1;
+}
+
+/* send_lat posts its receives before the hand shake that starts a size. */
+int run_lat_prepare_recv(struct perf_side *s)
+{
+	int per = opt.rx_depth;
+
+	if (opt.duration <= 0 && (uint64_t)per > opt.iters)
+		per = (int)opt.iters;
+	s->st[0].rposted = 0;
+	return post_recvs(s, 0, per);
+}
+
+/* --------------------------------------------------------- checks */
+
+/*
+ * --check: what the peer's memory must hold after the run, and whether
+ * the counts add up. Loopback checks both ends; a remote run checks what
+ * this end can see (a SEND server: bytes received; an atomic responder:
+ * its counters).
+ */
+int run_check(struct perf_side *c, struct perf_side *srv)
+{
+	int bad = 0;
+	uint64_t want_msgs = opt.duration > 0 ? 0 : opt.iters;
+	uint64_t sz = opt.verb == V_ATOMIC ? 8 : cur_size;
+
+	for (int q = 0; c && q < c->nqps; q++) {
+		const struct perf_qpstat *st = &c->st[q];
+
+		if (opt.tst == T_BW && want_msgs && st->ccnt != want_msgs) {
+			printf(" check: client QP %d completed %lu of %lu\n", q,
+			       (unsigned long)st->ccnt, (unsigned long)want_msgs);
+			bad++;
+		}
+		if (!srv)
+			continue;
+		switch (opt.verb) {
+		case V_WRITE:
+			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
+				printf(" check: WRITE data of QP %d differs\n", q);
+				bad++;
+			}
+			break;
+		case V_READ:
+			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
+				printf(" check: READ data of QP %d differs\n", q);
+				bad++;
+			}
+			break;
+		case V_SEND:
+			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
+				printf(" check: SEND data of QP %d differs\n", q);
+				bad++;
+			}
+			break;
+		case V_ATOMIC:
+			if (opt.atomic_type == A_FETCH_AND_ADD) {
+				uint64_t v, r;
+
+				memcpy(&v, side_dst(srv, q), 8);
+				memcpy(&r, side_src(c, q), 8);
+				if (v != st->ccnt || (st->ccnt && r != st->ccnt - 1)) {
+					printf(" check: QP %d counter %lu, fetched %lu, after %lu FETCH_AND_ADDs\n",
+					       q, (unsigned long)v, (unsigned long)r,
+					       (unsigned long)st->ccnt);
+					bad++;
+				}
+			}
+			break;
+		}
+	}
+	if (srv && opt.verb == V_SEND && opt.tst == T_BW) {
+		for (int q = 0; q < srv->nqps; q++) {
+			const struct perf_qpstat *st = &srv->st[q];
+
+			if ((want_msgs && st->rcnt != want_msgs) ||
+			    st->rbytes != st->rcnt * cur_size) {
+				printf(" check: server QP %d received %lu messages, %lu bytes (want %lu x %lu)\n",
+				       q, (unsigned long)st->rcnt,
+				       (unsigned long)st->rbytes,
+				       (unsigned long)want_msgs,
+				       (unsigned long)cur_size);
+				bad++;
+			}
+		}
+	}
+	if (c && c->errors)
+		bad++;
+	if (srv && srv->errors)
+		bad++;
+	return bad;
+}

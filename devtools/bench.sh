@@ -1,0 +1,368 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# devtools/bench.sh: droce's RC figures beside the ceilings of the same
+# link and core, in one go. Prints markdown tables (doc/performance.md is
+# made from them) and keeps every raw line.
+#
+#   devtools/bench.sh [--build DIR] [--quick] [--reps N] [--window SEC]
+#                     [--sizes "64 4096 ..."] [--only "lb lat remote cycles
+#                     callgrind scaling"] [--out FILE]
+#
+# Sections:
+#   lb        one process, droce's net_ring pair (droce-perf --loopback,
+#             engine on lcore 1, verbs on lcore 0): WRITE, READ, SEND for
+#             each size, FETCH_AND_ADD and CMP_AND_SWAP; each droce window
+#             is paired with a raw ceiling window of the same frame size
+#             (droce-ceiling pps, one core doing txonly+rxonly as droce's
+#             one engine core does) and one core's memcpy of the message
+#             size, run just before it: ratios are computed per pair and
+#             their median reported
+#   lat       one process: 8-byte write/read/send/atomic latency beside the
+#             raw ping-pong RTT of the same frame (reflector on the other
+#             core: droce-ceiling rtt --cores 2; and --cores 1)
+#   remote    two processes, perftest style (server and client, TCP
+#             exchange), joined by a memif pair, app-driven engines, one
+#             core each; beside droce-ceiling tx/rx and ping/pong over the
+#             same memif pair
+#   cycles    TSC cycles per message and per frame with the engine driven
+#             by the one thread (--engine=app --cycles), SEND/WRITE/READ
+#   callgrind instructions per message/frame (valgrind --tool=callgrind,
+#             --no-huge), function-level breakdown of the engine
+#   scaling   WRITE 64 B on 1, 16, 1024, 16384 QPs
+#
+# The host moves this VM's vCPUs between cache domains every few seconds
+# and other work shares the two cores: quote medians of short, alternating
+# windows, pair each droce figure with the ceiling measured next to it, and
+# read the load averages printed with each section.
+
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BUILD=$ROOT/build-perf
+REPS=3
+WIN=1
+QUICK=0
+SIZES=""
+ONLY="lb lat remote cycles callgrind scaling"
+OUT=""
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
+	--quick) QUICK=1; shift ;;
+	--reps) REPS=$2; shift 2 ;;
+	--window) WIN=$2; shift 2 ;;
+	--sizes) SIZES=$2; shift 2 ;;
+	--only) ONLY=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	-h|--help) sed -n '3,40p' "$0"; exit 0 ;;
+	*) echo "unknown option $1" >&2; exit 2 ;;
+	esac
+done
+if [ -z "$SIZES" ]; then
+	if [ $QUICK -eq 1 ]; then
+		SIZES="64 4096 65536 1048576"
+	else
+		SIZES="64 1024 4096 16384 65536 262144 1048576"
+	fi
+fi
+
+PERF=$BUILD/app/droce-perf/droce-perf
+CEIL=$BUILD/app/droce-perf/droce-ceiling
+for b in "$PERF" "$CEIL"; do
+	[ -x "$b" ] || { echo "missing $b: ninja -C $BUILD" >&2; exit 1; }
+done
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+
+hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+if [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1536 * 1024)) ]; then
+	EAL_MEM="--in-memory"
+else
+	EAL_MEM="--no-huge --no-shconf -m 1536"
+fi
+LOG="--log-level=*:warning"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-bench.XXXXXX")
+# shellcheck source=bench/lib.sh
+. "$HERE/bench/lib.sh"
+
+if [ -n "$OUT" ]; then
+	exec > >(tee "$OUT")
+fi
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+section() { echo; echo "## $1"; echo; echo "(load average at start: $(load))"; echo; }
+has() { case " $ONLY " in *" $1 "*) return 0 ;; esac; return 1; }
+
+echo "# droce benchmark"
+echo
+echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs, $(uname -r)"
+echo "- droce: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cut -c1-7 "$ROOT/SNAPSHOT_OF" 2>/dev/null) ($BUILD)"
+echo "- isal: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9]*\).*/\1/p')"
+echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each"
+echo "- raw lines and logs: $WORK"
+
+MTU_LB=4096
+
+# ------------------------------------------------------------------ lb
+if has lb; then
+	section "One process: droce's net_ring pair (engine on lcore 1, verbs on lcore 0), path MTU $MTU_LB"
+	echo "| op | size | droce msg/s | droce MB/s | raw pps (frame B) | pkts/msg | pkt ratio | memcpy MB/s | copy ratio | engine CPU cycles/msg | verbs thread preempted |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for op in write read send atomic-faa atomic-cas; do
+		case $op in
+		atomic-*) sizes=8 ;;
+		*) sizes=$SIZES ;;
+		esac
+		for size in $sizes; do
+			case $op in
+			atomic-faa) t=atomic_bw; extra="-A FETCH_AND_ADD"; fop=atomic ;;
+			atomic-cas) t=atomic_bw; extra="-A CMP_AND_SWAP"; fop=atomic ;;
+			*) t=${op}_bw; extra="-s $size"; fop=$op ;;
+			esac
+			frame=$(frame_of "$fop" "$size" $MTU_LB)
+			ppm=$(pkts_of "$size" $MTU_LB)
+			R=(); P=(); C=(); M=(); B=(); CR=(); EC=(); PW=()
+			for _ in $(seq "$REPS"); do
+				c=$(ceil 0-1 pps -f "$frame" -D "$WIN" --cores 1)
+				m=$(ceil 0 memcpy -s "$size" -D 0.3)
+				d=$(lb "$t" $extra -m $MTU_LB -D "$WIN" | grep '^DROCE_PERF')
+				echo "$c" >>"$WORK/lb.lines"; echo "$m" >>"$WORK/lb.lines"
+				echo "$d" >>"$WORK/lb.lines"
+				pps=$(kvget "$c" pps); mbps=$(kvget "$m" Bps)
+				rate=$(kvget "$d" msg_rate); bps=$(kvget "$d" bw_Bps)
+				[ -n "$rate" ] || continue
+				R+=("$rate"); B+=("$bps"); P+=("$pps"); M+=("$mbps")
+				C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+				CR+=("$(div "$bps" "$mbps" 4)")
+				EC+=("$(kvget "$d" eng_cyc_per_msg)")
+				PW+=("$(div "$(kvget "$d" main_wait_ms)" "$(kvget "$d" wall_ms)" 3)")
+			done
+			r=$(median "${R[@]}"); b=$(median "${B[@]}")
+			echo "| ${op} | $size | $(si "$r") | $(fmt "$(div "$b" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $ppm | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${EC[@]}")" 0) | $(fmt "$(mul "$(median "${PW[@]}")" 100)" 0)% |"
+		done
+	done
+	echo
+	echo "pkt ratio = droce msg/s x packets per message / raw pps of that frame size (one core, tx+rx); copy ratio = droce bytes/s / one core's memcpy bytes/s for the message size. Medians of per-pair ratios. Engine CPU cycles/msg: the engine thread's time on a CPU (schedstat) over the messages of the run, whatever others took; preempted: the share of the run the verbs thread waited for a CPU (the engine then idles and backs off into sleeps). (load at end: $(load))"
+fi
+
+# ------------------------------------------------------------------ lat
+if has lat; then
+	section "One process: latency, 8 bytes (perftest's t_typical is half the RTT for write/send)"
+	echo "| test | droce RTT median us | droce p99 | droce p99.9 | raw RTT 2 cores (frame) | ratio | raw RTT 1 core | droce RTT, engine in the app thread | ratio to 1-core raw |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for t in write_lat read_lat send_lat atomic_lat; do
+		case $t in
+		write_lat) frame=$(frame_of write 8 $MTU_LB); f=2 ;;
+		send_lat) frame=$(frame_of send 8 $MTU_LB); f=2 ;;
+		read_lat) frame=$(frame_of write 0 $MTU_LB); f=1 ;;
+		atomic_lat) frame=86; f=1 ;;
+		esac
+		D=(); D99=(); D999=(); C2=(); C1=(); A=(); RA=(); RB=()
+		for _ in $(seq "$REPS"); do
+			c2=$(ceil 0-1 rtt -f "$frame" -n 20000 --cores 2)
+			d=$(lb "$t" -s 8 -n 20000 | grep '^DROCE_PERF')
+			c1=$(ceil 0 rtt -f "$frame" -n 20000 --cores 1)
+			a=$(LB_CORES=0 lb "$t" -s 8 -n 20000 --engine=app | grep '^DROCE_PERF')
+			printf '%s\n' "$c2" "$d" "$c1" "$a" >>"$WORK/lat.lines"
+			rtt=$(kvget "$d" rtt_median)
+			[ -n "$rtt" ] || continue
+			D+=("$rtt")
+			D99+=("$(mul "$(kvget "$d" t_p99)" $f)")
+			D999+=("$(mul "$(kvget "$d" t_p999)" $f)")
+			C2+=("$(kvget "$c2" rtt_median)"); C1+=("$(kvget "$c1" rtt_median)")
+			A+=("$(kvget "$a" rtt_median)")
+			RA+=("$(div "$rtt" "$(kvget "$c2" rtt_median)" 2)")
+			RB+=("$(div "$(kvget "$a" rtt_median)" "$(kvget "$c1" rtt_median)" 2)")
+		done
+		echo "| $t | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${D99[@]}")") | $(fmt "$(median "${D999[@]}")") | $(fmt "$(median "${C2[@]}")" 3) ($frame) | $(fmt "$(median "${RA[@]}")" 1) | $(fmt "$(median "${C1[@]}")" 3) | $(fmt "$(median "${A[@]}")") | $(fmt "$(median "${RB[@]}")" 1) |"
+	done
+	echo
+	echo "RTT: the full round trip in microseconds (droce-perf's rtt_median; perftest prints half of it for write_lat/send_lat). p99/p99.9 are of the same RTT. (load at end: $(load))"
+fi
+
+# --------------------------------------------------------------- remote
+if has remote; then
+	section "Two processes, perftest style (TCP exchange, server core 0, client core 1), memif pair, app-driven engines"
+	# memif carries frames of at most ~1518 bytes: path MTU 1024
+	MTU_M=1024
+	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi
+	for t in write_bw read_bw send_bw atomic_bw; do
+		case $t in atomic_bw) sizes=8 ;; *) sizes=$msz ;; esac
+		for size in $sizes; do
+			op=${t%_bw}
+			frame=$(frame_of "$op" "$size" $MTU_M)
+			ppm=$(pkts_of "$size" $MTU_M)
+			R=(); B=(); P=(); C=(); M=(); CR=(); CC=()
+			for _ in $(seq "$REPS"); do
+				c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
+				m=$(ceil 0 memcpy -s "$size" -D 0.3)
+				if [ "$t" = atomic_bw ]; then
+					d=$(pair "$t" -D "$WIN")
+				else
+					d=$(pair "$t" -s "$size" -D "$WIN")
+				fi
+				printf '%s\n' "$c" "$m" "$d" >>"$WORK/remote.lines"
+				rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
+				[ -n "$rate" ] || continue
+				R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
+				M+=("$(kvget "$m" Bps)")
+				C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+				CR+=("$(div "$(kvget "$d" bw_Bps)" "$(kvget "$m" Bps)" 4)")
+				CC+=("$(kvget "$d" main_cyc_per_msg)")
+			done
+			echo "| $t | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) |"
+		done
+	done
+	echo
+	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio |"
+	echo "|---|---:|---:|---:|---:|"
+	for t in write_lat read_lat send_lat atomic_lat; do
+		case $t in
+		write_lat) frame=$(frame_of write 8 $MTU_M); f=2 ;;
+		send_lat) frame=$(frame_of send 8 $MTU_M); f=2 ;;
+		read_lat) frame=74; f=1 ;;
+		atomic_lat) frame=86; f=1 ;;
+		esac
+		D=(); D99=(); C=(); RR=()
+		for _ in $(seq "$REPS"); do
+			c=$(ceil_pair pong ping -f "$frame" -n 20000 -D 30)
+			if [ $t = atomic_lat ]; then d=$(pair $t -n 20000); else d=$(pair $t -s 8 -n 20000); fi
+			printf '%s\n' "$c" "$d" >>"$WORK/remote.lines"
+			rtt=$(kvget "$d" rtt_median)
+			[ -n "$rtt" ] || continue
+			D+=("$rtt"); D99+=("$(mul "$(kvget "$d" t_p99)" $f)")
+			C+=("$(kvget "$c" rtt_median)")
+			RR+=("$(div "$rtt" "$(kvget "$c" rtt_median)" 2)")
+		done
+		echo "| $t | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${D99[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 1) |"
+	done
+	echo
+	echo "(load at end: $(load))"
+fi
+
+# --------------------------------------------------------------- cycles
+if has cycles; then
+	section "Cycles per message and per frame, one thread doing everything (--engine=app --cycles), 64 B"
+	echo "| test | msg/s | TSC cycles/msg | TSC cycles/frame | CPU cycles/msg (schedstat) | in post_send /msg | in poll_cq (runs the engine) /msg | raw ceiling cycles/frame (1 core) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+	hz=""
+	for t in send_bw write_bw read_bw; do
+		R=(); CM=(); CF=(); PO=(); PL=(); RC=(); SC=()
+		op=${t%_bw}
+		frame=$(frame_of "$op" 64 $MTU_LB)
+		for _ in $(seq "$REPS"); do
+			c=$(ceil 0 pps -f "$frame" -D "$WIN" --cores 1)
+			out=$(LB_CORES=0 lb "$t" -s 64 -n 500000 --engine=app --cycles -N)
+			d=$(echo "$out" | grep '^DROCE_PERF'); y=$(echo "$out" | grep '^DROCE_CYCLES')
+			printf '%s\n' "$c" "$d" "$y" >>"$WORK/cycles.lines"
+			[ -n "$y" ] || continue
+			hz=$(kvget "$y" tsc_hz)
+			R+=("$(kvget "$d" msg_rate)"); CM+=("$(kvget "$y" total_per_msg)")
+			CF+=("$(kvget "$y" total_per_frame)"); PO+=("$(kvget "$y" post_per_msg)")
+			PL+=("$(kvget "$y" poll_per_msg)")
+			SC+=("$(kvget "$d" main_cyc_per_msg)")
+			RC+=("$(div "$hz" "$(kvget "$c" pps)" 1)")
+		done
+		echo "| $t | $(si "$(median "${R[@]}")") | $(fmt "$(median "${CM[@]}")" 0) | $(fmt "$(median "${CF[@]}")" 0) | $(fmt "$(median "${SC[@]}")" 0) | $(fmt "$(median "${PO[@]}")" 0) | $(fmt "$(median "${PL[@]}")" 0) | $(fmt "$(median "${RC[@]}")" 0) |"
+	done
+	echo
+	echo "TSC $(fmt "$(div "${hz:-0}" 1e9 3)" 2) GHz. Frames: everything both devices sent (requests, responses, ACKs). (load at end: $(load))"
+fi
+
+# ------------------------------------------------------------ callgrind
+if has callgrind; then
+	section "Instructions (valgrind --tool=callgrind), one thread, 64 B, inside the measured loop"
+	if ! command -v valgrind >/dev/null; then
+		echo "valgrind not installed (apt-get install valgrind): skipped"
+	else
+		CG_N=20000
+		for t in send_bw write_bw read_bw; do
+			f=$WORK/cg.$t
+			DROCE_EAL_ARGS="-l 0 --no-huge -m 512 --no-pci --no-shconf $LOG --file-prefix bcg$$" \
+				timeout 900 valgrind --tool=callgrind --toggle-collect=run_bw \
+				--callgrind-out-file="$f" "$PERF" "$t" --loopback --engine=app \
+				-s 64 -n $CG_N -u 24 -N --kv --no_info >"$f.log" 2>&1
+			d=$(grep -m1 '^DROCE_PERF' "$f.log")
+			frames=$(( $(kvget "$d" c_tx_pkts) + $(kvget "$d" s_tx_pkts) ))
+			msgs=$(kvget "$d" msgs)
+			callgrind_annotate --auto=no --threshold=100 "$f" >"$f.txt" 2>/dev/null
+			total=$(sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$f.txt" | head -1 | tr -d ,)
+			echo "### $t: $(div "$total" "$msgs" 0) instructions per message, $(div "$total" "$frames" 0) per frame ($msgs messages, $frames frames)"
+			echo
+			echo "| component | Ir/msg | share |"
+			echo "|---|---:|---:|"
+			awk -v m="$msgs" -v tot="$total" '
+				/PROGRAM TOTALS/ { next }
+				/^ *[0-9,]+ +\([ 0-9.]+%\) +/ {
+					n = $1; gsub(",", "", n)
+					c = "other"
+					if ($0 ~ /libisal/) c = "ISA-L crc32 (ICRC)"
+					else if ($0 ~ /\/lib\/roce\//) c = "lib/roce: header build/parse, ICRC glue"
+					else if ($0 ~ /\/drivers\/rdma\/ethroce\//) c = "engine: drivers/rdma/ethroce"
+					else if ($0 ~ /\/lib\/rdma\//) c = "verbs: lib/rdma (post, poll)"
+					else if ($0 ~ /dpdk|librte_/) c = "DPDK: mbuf, mempool, ring, ethdev, log"
+					else if ($0 ~ /libc\.so/) c = "libc: memcpy, memset"
+					else if ($0 ~ /ld-linux/) c = "ld.so: __tls_get_addr"
+					else if ($0 ~ /droce-perf\//) c = "droce-perf harness"
+					sum[c] += n
+				}
+				END { for (c in sum) printf "%d\t%s\n", sum[c], c }' "$f.txt" |
+				sort -rn | awk -F'\t' -v m="$msgs" -v tot="$total" \
+				'{ printf "| %s | %.0f | %.1f%% |\n", $2, $1 / m, 100 * $1 / tot }'
+			echo
+			echo "| function (self) | Ir/msg | share |"
+			echo "|---|---:|---:|"
+			awk -v m="$msgs" -v tot="$total" '
+				/PROGRAM TOTALS/ { next }
+				/^ *[0-9,]+ +\([ 0-9.]+%\) +/ {
+					n = $1; gsub(",", "", n)
+					fn = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", fn)
+					lib = (fn ~ /libisal/)
+					sub(/ \[.*\]$/, "", fn); sub(/^.*\//, "", fn)
+					if (lib) fn = "isa-l crc32 (ICRC)"
+					printf "| %s | %.0f | %.1f%% |\n", fn, n / m, 100 * n / tot
+					if (++k >= 20) exit
+				}' "$f.txt"
+			echo
+		done
+		echo "Under valgrind time runs ~50x slower, so work done per timer tick (ARP, the timer wheel, every ~50 us) is over-counted per message here; --qp-timeout 24 keeps the slowed run from retransmitting."
+	fi
+fi
+
+# -------------------------------------------------------------- scaling
+if has scaling; then
+	section "QP scaling: WRITE 64 B, one process, engine on lcore 1"
+	echo "| QPs | tx depth | qp-timeout | msg/s | per-QP msg/s (median) | vs 16 QPs | engine CPU cycles/msg | timeouts | retransmits | result | wall s |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+	declare -A REF
+	for spec in "1 16 14" "16 16 14" "1024 16 14" "16384 16 14" \
+		    "16 1 14" "16384 1 14" "16 1 18" "16384 1 18"; do
+		set -- $spec
+		q=$1; td=$2; u=$3
+		t0=$SECONDS
+		out=$(LB_TIMEOUT=300 lb write_bw -s 64 -q "$q" -t "$td" -u "$u" -D 3)
+		line=$(echo "$out" | grep '^DROCE_PERF')
+		log=$(echo "$out" | sed -n 's/^LOGFILE=//p')
+		wall=$((SECONDS - t0))
+		echo "q=$q t=$td u=$u $line" >>"$WORK/scaling.lines"
+		rate=$(kvget "$line" msg_rate)
+		res=ok
+		if [ -z "$rate" ]; then
+			res="failed: $(grep -m1 -o 'Failed status.*\|no progress.*' "$log" | head -1)"
+		elif [ "$(kvget "$line" c_timeouts)" != 0 ]; then
+			res="ok, with timeouts"
+		fi
+		[ "$q" = 16 ] && REF[$td.$u]=$rate
+		echo "| $q | $td | $u | $(si "$rate") | $(fmt "$(kvget "$line" qp_rate_med)" 1) | $(fmt "$(div "$rate" "${REF[$td.$u]:-}" 3)" 3) | $(fmt "$(kvget "$line" eng_cyc_per_msg)" 0) | $(kvget "$line" c_timeouts) | $(kvget "$line" c_retransmits) | $res | $wall |"
+	done
+	echo
+	echo "wall: the whole run including creating and connecting 2 x QPs. (load at end: $(load))"
+fi
+
+echo
+echo "done; raw lines in $WORK"

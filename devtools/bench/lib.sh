@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Helpers for devtools/bench.sh (sourced). Needs: PERF, CEIL, EAL_MEM, LOG,
+# WORK set by the caller.
+
+# median of the numbers given (empty when none)
+median() {
+	printf '%s\n' "$@" | grep -E '^-?[0-9.]+([eE][-+]?[0-9]+)?$' | sort -g |
+		awk '{ v[n++] = $1 } END { if (!n) exit;
+			if (n % 2) print v[(n - 1) / 2]; else print (v[n / 2 - 1] + v[n / 2]) / 2 }'
+}
+
+# kvget <line> <key>: value of key=... in a DROCE_PERF/CEILING line
+kvget() {
+	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# fmt <number> [decimals]: a number for a table ("-" when empty)
+fmt() {
+	if [ -z "${1:-}" ]; then echo "-"; else LC_ALL=C printf "%.${2:-2}f" "$1"; fi
+}
+
+# si <number>: 1234567 -> 1.23M
+si() {
+	[ -z "${1:-}" ] && { echo "-"; return; }
+	awk -v v="$1" 'BEGIN { s = ""; if (v >= 1e9) { v /= 1e9; s = "G" }
+		else if (v >= 1e6) { v /= 1e6; s = "M" } else if (v >= 1e3) { v /= 1e3; s = "k" }
+		printf "%.2f%s", v, s }'
+}
+
+# div <a> <b> [decimals]
+div() {
+	[ -z "${1:-}" ] || [ -z "${2:-}" ] && { echo ""; return; }
+	awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN { if (b == 0) print ""; else printf "%.*f", d, a / b }'
+}
+
+mul() {
+	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a * b }'
+}
+
+# eal <cores> <tag> [vdev]: EAL arguments for one process
+eal() {
+	echo "-l $1 $EAL_MEM --no-pci $LOG --file-prefix bench$$$2${3:+ --vdev=$3}"
+}
+
+# The frame that carries a message's data (no FCS), and packets per message.
+# frame_of <op> <size> <mtu>
+frame_of() {
+	local op=$1 size=$2 mtu=$3 p pad
+	p=$size
+	[ "$p" -gt "$mtu" ] && p=$mtu
+	pad=$(( (4 - p % 4) % 4 ))
+	case $op in
+	write) [ "$size" -le "$mtu" ] && echo $((74 + p + pad)) || echo $((58 + p + pad)) ;;
+	send) echo $((58 + p + pad)) ;;
+	read) echo $((62 + p + pad)) ;;	# READ response (AETH)
+	atomic) echo 86 ;;			# CMP_SWAP/FETCH_ADD request
+	esac
+}
+
+pkts_of() {
+	local size=$1 mtu=$2
+	[ "$size" -le 0 ] && { echo 1; return; }
+	echo $(( (size + mtu - 1) / mtu ))
+}
+
+# lb <args...>: one droce-perf --loopback run (EAL from $LB_CORES); the
+# DROCE_PERF line (or nothing on failure; the log stays in $WORK)
+# (called in $(...): counters would not survive, so names are unique by
+# the subshell's pid; the log's path is the first line)
+lb() {
+	local out n=${BASHPID}x${RANDOM}
+	out=$WORK/lb.$n
+	echo "LOGFILE=$out"
+	DROCE_EAL_ARGS="$(eal "${LB_CORES:-0-1}" lb$n)" \
+		timeout -k 5 "${LB_TIMEOUT:-120}" "$PERF" "$@" --loopback --kv \
+		--no_info >"$out" 2>&1
+	grep -m1 '^DROCE_PERF ' "$out"
+	grep -m1 '^DROCE_CYCLES ' "$out"
+	return 0
+}
+
+# ceil <cores> <mode> <args...>: one droce-ceiling run, its CEILING line
+ceil() {
+	local cores=$1 out n=${BASHPID}x${RANDOM}
+	shift
+	out=$WORK/ceil.$n
+	# shellcheck disable=SC2046
+	timeout -k 5 120 "$CEIL" $(eal "$cores" c$n) -- "$@" >"$out" 2>&1
+	grep -m1 '^CEILING mode=[a-z]* [a-z]' "$out" | grep -v ' ready$'
+	return 0
+}
+
+port_listening() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" 'NR > 1 && $4 == "0A" &&
+			  substr($2, length($2) - 4) == p {f=1}
+			  END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+free_port() {
+	local p
+	for _ in $(seq 1 200); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		port_listening "$p" || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# pair <args...>: droce-perf server (core 0) and client (core 1), two
+# processes joined by a memif pair, app-driven engines (one busy thread per
+# core), perftest's TCP exchange on 127.0.0.1. Prints the client's
+# DROCE_PERF line.
+pair() {
+	local sock port spid dir t0 PAIR_N=${BASHPID}x${RANDOM}
+	dir=$WORK/pair.$PAIR_N
+	mkdir -p "$dir"
+	sock=/tmp/bench-memif-$$-$PAIR_N.sock
+	port=$(free_port) || return 0
+	DROCE_EAL_ARGS="$(eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock")" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app" \
+		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info \
+		>"$dir/server" 2>&1 &
+	spid=$!
+	t0=$SECONDS
+	until port_listening "$port"; do
+		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			kill $spid 2>/dev/null
+			wait $spid 2>/dev/null
+			return 0
+		fi
+		sleep 0.05
+	done
+	DROCE_EAL_ARGS="$(eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock")" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app" \
+		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
+		>"$dir/client" 2>&1
+	wait $spid 2>/dev/null
+	rm -f "$sock"
+	grep -m1 '^DROCE_PERF ' "$dir/client"
+	return 0
+}
+
+# ceil_pair <rx-mode> <tx-mode> <args...>: droce-ceiling over a memif pair,
+# the receiver (rx/pong) on core 0, the sender (tx/ping) on core 1. Prints
+# the line of the side that measures (rx for pps, ping for RTT).
+ceil_pair() {
+	local rxm=$1 txm=$2 sock dir rpid t0 line PAIR_N=${BASHPID}x${RANDOM}
+	shift 2
+	dir=$WORK/cpair.$PAIR_N
+	mkdir -p "$dir"
+	sock=/tmp/bench-memif-$$-c$PAIR_N.sock
+	# shellcheck disable=SC2046
+	timeout -k 5 90 "$CEIL" $(eal 0 cA$PAIR_N "net_memif0,role=server,socket=$sock") \
+		-- "$rxm" "$@" >"$dir/rx" 2>&1 &
+	rpid=$!
+	t0=$SECONDS
+	until grep -q ' ready$' "$dir/rx" 2>/dev/null; do
+		if ! kill -0 $rpid 2>/dev/null || [ $((SECONDS - t0)) -gt 30 ]; then
+			break
+		fi
+		sleep 0.05
+	done
+	# shellcheck disable=SC2046
+	timeout -k 5 90 "$CEIL" $(eal 1 cB$PAIR_N "net_memif0,role=client,socket=$sock") \
+		-- "$txm" "$@" >"$dir/tx" 2>&1
+	wait $rpid 2>/dev/null
+	rm -f "$sock"
+	if [ "$rxm" = rx ]; then
+		grep -m1 '^CEILING mode=rx frame' "$dir/rx"
+	else
+		grep -m1 '^CEILING mode=ping' "$dir/tx"
+	fi
+	return 0
+}

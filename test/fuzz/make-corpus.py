@@ -1,0 +1,298 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Seed corpora for the fuzz harnesses (test/fuzz/corpus_*), from the
+Linux rdma_rxe captures in ../shared/pcap/rxe and from droce itself.
+
+    test/fuzz/make-corpus.py [--pcap DIR] [--fuzz-rx BUILD/test/fuzz/fuzz_rx]
+
+corpus_parse  RoCE frames of the captures (a few per opcode and size),
+              plus VLAN-tagged and IPv6 variants (ICRC recomputed here, by
+              IBTA A17.8, independently of lib/roce) and a few "build"
+              inputs.
+corpus_rx     the same frames as fuzz_rx inputs: one record each, and whole
+              messages (FIRST..LAST) as one input; responses with the
+              set-up byte that makes the attacked QP wait for them. With
+              --fuzz-rx, also droce's own traffic (FZ_GEN_CORPUS).
+corpus_post   hand-made send queue contents and work requests.
+Only the standard library; the corpora stay small (a few hundred KB)."""
+import argparse
+import glob
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# fuzz_rx record control bits (see fuzz_rx.c)
+F_HDR, F_QP, F_PSN, F_KEY, F_ICRC, F_SEG, F_B, F_POLL = (1 << i for i in range(8))
+H_SILENT, H_READ, H_FADD, H_WRITE, H_SEND, H_B_SEND, H_BIG, H_POLL = (1 << i for i in range(8))
+RESPONSES = {0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12}
+
+
+def read_pcap(path):
+    with open(path, 'rb') as f:
+        data = f.read()
+    magic = struct.unpack('<I', data[:4])[0]
+    end = '<' if magic in (0xa1b2c3d4, 0xa1b23c4d) else '>'
+    off = 24
+    while off + 16 <= len(data):
+        _, _, incl, _ = struct.unpack(end + 'IIII', data[off:off + 16])
+        off += 16
+        yield data[off:off + incl]
+        off += incl
+
+
+def is_roce_v4(fr):
+    return (len(fr) >= 14 + 20 + 8 + 12 + 4 and fr[12:14] == b'\x08\x00' and
+            fr[14 + 9] == 17 and struct.unpack('>H', fr[36:38])[0] == 4791)
+
+
+def icrc(l3, ipv6):
+    """ICRC of a RoCEv2 datagram (l3 = IP header .. last payload byte +
+    the 4 ICRC bytes), IBTA Annex A17.8: 8 x 0xff, then IP/UDP/BTH with
+    the variant fields set to 1s, then the rest; CRC32 stored LE."""
+    b = bytearray(l3[:-4])
+    if ipv6:
+        b[0] |= 0x0f
+        b[1] = b[2] = b[3] = 0xff
+        b[7] = 0xff
+        iphl = 40
+    else:
+        b[1] = 0xff
+        b[8] = 0xff
+        b[10] = b[11] = 0xff
+        iphl = (b[0] & 0x0f) * 4
+    b[iphl + 6] = b[iphl + 7] = 0xff
+    b[iphl + 8 + 4] = 0xff
+    return struct.pack('<I', zlib.crc32(b'\xff' * 8 + bytes(b)) & 0xffffffff)
+
+
+def vlan_variant(fr):
+    return fr[:12] + b'\x81\x00\x20\x07' + fr[12:]
+
+
+def ipv6_variant(fr):
+    ip = fr[14:34]
+    tos = ip[1]
+    rest = fr[34:]                         # UDP .. ICRC
+    src = b'\x00' * 10 + b'\xff\xff' + ip[12:16]
+    dst = b'\x00' * 10 + b'\xff\xff' + ip[16:20]
+    h6 = struct.pack('>IHBB', 6 << 28 | tos << 20 | 0x12345, len(rest), 17,
+                     64) + src + dst
+    l3 = h6 + rest
+    l3 = l3[:-4] + icrc(l3, True)
+    return fr[:12] + b'\x86\xdd' + l3
+
+
+def rec(ctl, sel, fr):
+    return struct.pack('>BBH', ctl, sel, len(fr)) + fr
+
+
+def write(dirpath, name, data):
+    with open(os.path.join(dirpath, name), 'wb') as f:
+        f.write(data)
+
+
+def response_setup(op):
+    low = op & 0x1f
+    if low in (0x0d, 0x0e, 0x0f, 0x10):
+        return H_SILENT | H_READ
+    if low == 0x12:
+        return H_SILENT | H_FADD
+    return H_SILENT | H_SEND
+
+
+def clean(d):
+    os.makedirs(d, exist_ok=True)
+    for f in glob.glob(os.path.join(d, '*')):
+        os.remove(f)
+
+
+def make_parse_rx(pcap_dir, out_parse, out_rx):
+    frames = []
+    for p in sorted(glob.glob(os.path.join(pcap_dir, '*.pcap'))):
+        name = os.path.splitext(os.path.basename(p))[0]
+        for fr in read_pcap(p):
+            if is_roce_v4(fr):
+                frames.append((name, fr))
+    # parse: a few frames per (opcode, length class)
+    seen = {}
+    n = 0
+    for name, fr in frames:
+        op = fr[42]
+        key = (op, min(len(fr) // 512, 3))
+        if seen.get(key, 0) >= 2:
+            continue
+        seen[key] = seen.get(key, 0) + 1
+        write(out_parse, '%s_%03d' % (name, n), b'\x00' + fr)
+        if seen[key] == 1:
+            write(out_parse, '%s_%03d_vlan' % (name, n), b'\x00' + vlan_variant(fr))
+            write(out_parse, '%s_%03d_ipv6' % (name, n), b'\x00' + ipv6_variant(fr))
+            # only the headers contiguous
+            write(out_parse, '%s_%03d_split' % (name, n), b'\x94' + fr)
+        n += 1
+    # rx: one record per distinct opcode/capture, and each capture's first
+    # whole message from one flow
+    seen = set()
+    for name, fr in frames:
+        op = fr[42]
+        sel = 0x80                          # QP 0 (path MTU 1024 as rxe), PSN + 0
+        ctl = F_HDR | F_QP | F_PSN | F_ICRC | F_POLL
+        h = response_setup(op) if (op & 0x1f) in RESPONSES else 0
+        if (name, op) in seen:
+            continue
+        seen.add((name, op))
+        write(out_rx, '%s_op%02x' % (name, op), bytes([h]) + rec(ctl, sel, fr))
+    by_capture = {}
+    for name, fr in frames:
+        by_capture.setdefault(name, []).append(fr)
+    for name, frs in by_capture.items():
+        # the first message from the first flow: FIRST .. LAST (or ONLY)
+        flow = frs[0][26:30] + frs[0][46:50]     # source IP, dest QP
+        msg = []
+        for fr in frs:
+            if fr[26:30] + fr[46:50] != flow:
+                continue
+            msg.append(fr)
+            if len(msg) >= 6 or (fr[42] & 0x1f) in (0x02, 0x03, 0x04, 0x05,
+                                                    0x08, 0x09, 0x0a, 0x0b,
+                                                    0x0f, 0x10, 0x11, 0x12,
+                                                    0x0c, 0x13, 0x14):
+                break
+        op = msg[0][42]
+        h = response_setup(op) if (op & 0x1f) in RESPONSES else 0
+        data = bytes([h]) + b''.join(
+            rec(F_HDR | F_QP | F_PSN | F_ICRC | F_POLL, 0x80, fr) for fr in msg)
+        write(out_rx, '%s_msg' % name, data)
+        # the same, as multi-segment mbufs
+        data = bytes([h]) + b''.join(
+            rec(F_HDR | F_QP | F_PSN | F_ICRC | F_SEG | F_POLL, 0x80, fr)
+            for fr in msg)
+        write(out_rx, '%s_msg_seg' % name, data)
+    # a duplicate flood and a PSN far ahead, from the first SEND ONLY
+    send_only = next(fr for _, fr in frames if fr[42] == 0x04)
+    write(out_rx, 'dup_flood', b'\x00' + b''.join(
+        rec(F_HDR | F_QP | F_PSN | F_ICRC | F_POLL, 0x00, send_only)
+        for _ in range(8)))
+    write(out_rx, 'psn_ahead', b'\x00' + rec(F_HDR | F_QP | F_ICRC | F_POLL,
+                                             0x80, send_only))
+
+
+def make_parse_build(out_parse):
+    # "build" mode: raw struct roce_pkt bytes. Its layout is not known here,
+    # so these are just starting points of the right size for libFuzzer.
+    for i, op in enumerate((0x04, 0x0a, 0x0c, 0x11, 0x13, 0x64)):
+        write(out_parse, 'build_%02x' % op,
+              b'\x40' + bytes([op]) * 8 + bytes(range(i, i + 240)))
+
+
+# ---------------------------------------------------------------- post
+
+def ctrl(op, ds, idx=0, qpn=0, sig=0, fm_ce_se=0x08, imm=0):
+    return struct.pack('>IIBBBBI', idx << 8 | op, qpn << 8 | ds, sig, 0, 0,
+                       fm_ce_se, imm)
+
+
+def raddr(addr, rkey):
+    return struct.pack('>QII', addr, rkey, 0)
+
+
+def dseg(length, lkey, addr):
+    return struct.pack('>IIQ', length, lkey, addr)
+
+
+def make_post(out):
+    # raw ring, plausible (M & 8): op index in byte 3 (see fuzz_post.c)
+    for qp in range(4):
+        for opi, name in enumerate(('send', 'send_imm', 'write', 'write_imm',
+                                    'read', 'cas', 'faa')):
+            first = 3 if opi in (5, 6) else 2 if opi in (2, 3, 4) else 1
+            w = ctrl(opi, first + 2)
+            if first >= 2:
+                w += raddr(0x40, 0)
+            if first == 3:
+                w += struct.pack('>QQ', 1, 2)
+            w += dseg(300 + 700 * opi, 0, 0x100) + dseg(64, 0, 0x2000)
+            w = w.ljust(320, b'\x00')
+            write(out, 'raw_q%d_%s' % (qp, name),
+                  bytes([0x08 | qp << 4, 0]) + w)
+        # several WQEs, the same slots scribbled over mid-message (mode 3)
+        w = (ctrl(2, 4) + raddr(0, 0) + dseg(9000, 0, 0) + dseg(100, 1, 64)).ljust(320, b'\0')
+        write(out, 'raw_q%d_rescribble' % qp,
+              bytes([0x0b | qp << 4, 3]) + w * 4 + (ctrl(0, 1, sig=1) +
+                     struct.pack('>I', 0x80000010) + b'A' * 16).ljust(320, b'\0') * 4)
+    # raw, real mlx5 opcodes and garbage segment counts
+    for op in (0x0a, 0x0b, 0x08, 0x09, 0x10, 0x11, 0x12, 0x00, 0x01, 0xff):
+        for ds in (0, 1, 2, 3, 63):
+            w = ctrl(op, ds) + raddr(0, 0x100) + dseg(0xffffffff, 0x100, 0)
+            write(out, 'raw_op%02x_ds%d' % (op, ds), bytes([0x00, 0]) + w)
+    # inline, with a length past the slot
+    w = ctrl(0x0a, 2, sig=1) + struct.pack('>I', 0x80000000 | 0xffff) + b'x' * 12
+    write(out, 'raw_inline_long', bytes([0x00, 0]) + w)
+    # wild doorbell record
+    write(out, 'raw_wild_db', bytes([0x88, 1]) + struct.pack('>I', 0x80000001) +
+          ctrl(0, 2) + dseg(100, 0, 0))
+    # ibv_post_send: WRs as fuzz_post.c decodes them
+    def sge(sel, off, length):
+        return struct.pack('>BHH', sel, off, length)
+    ops = [(0, 'write'), (1, 'write_imm'), (2, 'send'), (3, 'send_imm'),
+           (4, 'read'), (5, 'cas'), (6, 'faa')]
+    for op, name in ops:
+        wr = bytes([op, 0x02, 2]) + sge(0, 0, 1000) + sge(1, 64, 2000)
+        wr += struct.pack('>I', 0x11223344) + struct.pack('>H', 8)
+        if op in (5, 6):
+            wr += struct.pack('>QQ', 5, 6)
+        write(out, 'verbs_%s' % name, bytes([0x01, 0, 0]) + wr)
+        # inline variant
+        wr = bytes([op, 0x0a, 2]) + sge(0xf0, 0, 100) + b'\0\0\0\0' + sge(0, 0, 50)
+        wr += struct.pack('>I', 1) + struct.pack('>H', 0)
+        write(out, 'verbs_%s_inline' % name, bytes([0x01, 0, 0]) + wr)
+    # ibv_wr_*: nops, then per op: op, data, raddr16, flags, [imm], sges
+    for op in range(8):
+        body = bytes([op, 0x08, 0, 8, 2])
+        if op in (1, 3):
+            body += b'\0\0\0\1'
+        if op == 5:
+            body += struct.pack('>QQ', 1, 2)
+        if op == 6:
+            body += struct.pack('>Q', 3)
+        body += sge(0, 0, 512) + sge(1, 8, 64)
+        write(out, 'wr_op%d' % op, bytes([0x02, 0, 0]) + body + b'\0')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--pcap', default=os.path.join(HERE, '..', '..', '..',
+                                                   'shared', 'pcap', 'rxe'))
+    ap.add_argument('--fuzz-rx', help='fuzz_rx binary: add droce\'s own traffic')
+    a = ap.parse_args()
+    out = {n: os.path.join(HERE, 'corpus_' + n) for n in ('parse', 'rx', 'post')}
+    for d in out.values():
+        clean(d)
+    make_parse_rx(a.pcap, out['parse'], out['rx'])
+    make_parse_build(out['parse'])
+    make_post(out['post'])
+    if a.fuzz_rx:
+        tmp = tempfile.mkdtemp()
+        try:
+            env = dict(os.environ, FZ_GEN_CORPUS=tmp)
+            subprocess.run([a.fuzz_rx], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            for f in sorted(os.listdir(tmp)):
+                shutil.copy(os.path.join(tmp, f), out['rx'])
+        finally:
+            shutil.rmtree(tmp)
+    for n, d in out.items():
+        files = os.listdir(d)
+        size = sum(os.path.getsize(os.path.join(d, f)) for f in files)
+        print('corpus_%s: %d files, %d bytes' % (n, len(files), size))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,182 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Smoke test of app/droce-perf: --loopback runs of write_bw, read_bw,
+# send_bw, atomic_bw, write_lat (and the other latency tests) with a small
+# -n. Checks perftest's table format, that the byte and message counts are
+# right (--kv, --check: the data landed where it should, FETCH_AND_ADD
+# counters add up) and that no completion failed. Never asserts a speed.
+#
+# usage: perf_smoke.sh <droce-perf>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
+#
+# Environment (optional):
+#   DROCE_TEST_EAL_MEM   EAL memory options (default: --in-memory when
+#                        hugepages are free, else --no-huge --no-shconf -m 512)
+#   DROCE_TEST_KEEP      keep the per-run logs (directory printed at the end)
+
+set -u
+
+BIN=${1:?usage: $0 <droce-perf>}
+START=$SECONDS
+BUDGET=55
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+
+if [ ! -x "$BIN" ]; then
+	echo "FAIL: $BIN is not executable"
+	exit 1
+fi
+
+if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
+	EAL_MEM=$DROCE_TEST_EAL_MEM
+else
+	hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
+	hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
+	if [ "${hp_free:-0}" -gt 0 ] &&
+	   [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
+		EAL_MEM="--in-memory"
+	else
+		EAL_MEM="--no-huge --no-shconf -m 512"
+	fi
+fi
+LOG="--log-level=*:warning"
+NPROC=$(nproc 2>/dev/null || echo 1)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-perf-smoke.XXXXXX") || exit 1
+cleanup() {
+	if [ -n "${DROCE_TEST_KEEP:-}" ]; then
+		echo "logs kept in $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+FAILS=0
+RUNS=0
+fail() {
+	echo "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+
+BW_HDR=' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]'
+LAT_HDR=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] '
+NUM='[0-9]+(\.[0-9]+)?'
+
+# kv <file> <key>: the value of key= on the DROCE_PERF line
+kv() {
+	sed -n "s/^DROCE_PERF .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
+}
+
+# run <label> <cores> <args...>: one droce-perf --loopback run
+run() {
+	local label=$1 cores=$2 out rc left
+	shift 2
+	RUNS=$((RUNS + 1))
+	out=$WORK/$RUNS.out
+	left=$((BUDGET - (SECONDS - START)))
+	if [ $left -lt 3 ]; then
+		fail "$label: out of time budget (${BUDGET}s)"
+		return 1
+	fi
+	[ $left -gt 20 ] && left=20
+	DROCE_EAL_ARGS="-l $cores $EAL_MEM --no-pci $LOG" \
+		timeout -k 2 "$left" "$BIN" "$@" --loopback --kv --check \
+		>"$out" 2>"$out.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		fail "$label: exit code $rc"
+		tail -n 5 "$out" "$out.err" | sed 's/^/    /'
+		return 1
+	fi
+	LAST=$out
+	return 0
+}
+
+# check_bw <label> <size> <iters> <qps>
+check_bw() {
+	local label=$1 size=$2 iters=$3 qps=$4 out=$LAST msgs
+	msgs=$((iters * qps))
+	grep -qxF -- "$BW_HDR" "$out" || fail "$label: no perftest bandwidth header"
+	grep -Eq "^ $size +$msgs +$NUM +$NUM *"$'\t\t'"   $NUM *\$" "$out" ||
+		fail "$label: no result row '$size $msgs ...'"
+	[ "$(kv "$out" msgs)" = "$msgs" ] ||
+		fail "$label: msgs=$(kv "$out" msgs), expected $msgs"
+	[ "$(kv "$out" bytes)" = "$((msgs * size))" ] ||
+		fail "$label: bytes=$(kv "$out" bytes), expected $((msgs * size))"
+	[ "$(kv "$out" errors)" = "0" ] || fail "$label: errors=$(kv "$out" errors)"
+	[ "$(kv "$out" c_icrc_err)" = "0" ] && [ "$(kv "$out" s_icrc_err)" = "0" ] ||
+		fail "$label: ICRC errors on a ring"
+	grep -qx " check: size $size OK" "$out" || fail "$label: data check did not pass"
+	grep -q '^---------------------------------------------------------------------------------------$' "$out" ||
+		fail "$label: no perftest result line"
+}
+
+# check_lat <label> <size> <iters>
+check_lat() {
+	local label=$1 size=$2 iters=$3 out=$LAST row
+	grep -qxF -- "$LAT_HDR" "$out" || fail "$label: no perftest latency header"
+	row=$(grep -E "^ $size +$iters " "$out" | head -n 1)
+	if [ -z "$row" ]; then
+		fail "$label: no result row '$size $iters ...'"
+	else
+		# 7 figures: min max typical avg stdev 99% 99.9%
+		[ "$(echo "$row" | awk '{print NF}')" = 9 ] ||
+			fail "$label: result row has $(echo "$row" | awk '{print NF}') fields, expected 9"
+		echo "$row" | awk '{ if (!($3 <= $5 && $5 <= $4 && $3 <= $8 && $8 <= $9)) exit 1 }' ||
+			fail "$label: min <= typical <= max, min <= 99% <= 99.9% violated: $row"
+	fi
+	[ "$(kv "$out" iters)" = "$iters" ] || fail "$label: iters=$(kv "$out" iters)"
+	[ "$(kv "$out" errors)" = "0" ] || fail "$label: errors=$(kv "$out" errors)"
+	grep -qx " check: size $size OK" "$out" || fail "$label: check did not pass"
+}
+
+APP="--engine=app"
+# bandwidth tests, one thread driving the engine
+run write_bw 0 write_bw -s 64 -n 2000 $APP && check_bw write_bw 64 2000 1
+run read_bw 0 read_bw -s 4096 -n 1000 $APP && check_bw read_bw 4096 1000 1
+run send_bw 0 send_bw -s 1000 -n 1000 $APP && check_bw send_bw 1000 1000 1
+run atomic_bw 0 atomic_bw -n 2000 $APP && check_bw atomic_bw 8 2000 1
+run atomic_bw-cas 0 atomic_bw -A CMP_AND_SWAP -n 1000 $APP &&
+	check_bw atomic_bw-cas 8 1000 1
+# several QPs, multi-packet messages, a post list
+run write_bw-q4 0 write_bw -s 10000 -n 200 -q 4 -m 1024 $APP &&
+	check_bw write_bw-q4 10000 200 4 &&
+	{ [ "$(grep -Ec '^ +0x[0-9a-f]{6} +200 ' "$LAST")" = 4 ] ||
+	  fail "write_bw-q4: per-QP table does not show 4 QPs x 200 messages"; }
+run send_bw-l 0 send_bw -s 64 -n 1000 -l 4 $APP && check_bw send_bw-l 64 1000 1
+# latency
+run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
+run read_lat 0 read_lat -s 64 -n 500 $APP && check_lat read_lat 64 500
+run send_lat 0 send_lat -n 500 $APP && check_lat send_lat 2 500
+run atomic_lat 0 atomic_lat -n 500 $APP && check_lat atomic_lat 8 500
+# the engine on its own lcore, when there are two cores
+if [ "$NPROC" -ge 2 ]; then
+	run write_bw-lcore 0-1 write_bw -s 64 -n 2000 --engine=lcore &&
+		check_bw write_bw-lcore 64 2000 1
+	run write_lat-lcore 0-1 write_lat -n 1000 --engine=lcore &&
+		check_lat write_lat-lcore 2 1000
+fi
+
+# perftest's naming: a link called ib_write_bw runs write_bw
+ln -s "$(readlink -f "$BIN")" "$WORK/ib_write_bw"
+RUNS=$((RUNS + 1))
+DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" timeout -k 2 20 \
+	"$WORK/ib_write_bw" -s 128 -n 500 --loopback --engine=app --kv --check \
+	>"$WORK/$RUNS.out" 2>&1
+LAST=$WORK/$RUNS.out
+if grep -q "RDMA_Write BW Test" "$LAST"; then
+	check_bw ib_write_bw 128 500 1
+else
+	fail "ib_write_bw: not run as write_bw"
+fi
+# unsupported transports are refused cleanly
+if "$BIN" write_bw -c UD --loopback >"$WORK/ud.out" 2>&1; then
+	fail "-c UD: accepted"
+elif ! grep -q "not supported" "$WORK/ud.out"; then
+	fail "-c UD: no 'not supported' message"
+fi
+
+echo "$RUNS runs, $FAILS failure(s), $((SECONDS - START)) s"
+[ $FAILS -eq 0 ] || exit 1
+exit 0
