@@ -1119,10 +1119,16 @@ static void t_queue_full(void)
 	}
 	/* rxe.c post_one_send: "if (queue_full(sq->queue)) return ENOMEM";
 	 * mlx5/qp.c: "work queue overflow" -> ENOMEM; bad_wr set */
-	bad = NULL;
-	EXPECT_RET(post_send1(c.qa, 99, IBV_WR_SEND, &s, 1, IBV_SEND_SIGNALED,
-			      0, 0, &bad), ENOMEM);
-	EXPECT(bad != NULL && bad->wr_id == 99);
+	{
+		/* The WR lives here, so *bad can be looked at afterwards. */
+		struct ibv_send_wr wr = { .wr_id = 99, .sg_list = &s,
+					  .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED };
+
+		bad = NULL;
+		EXPECT_RET(ibv_post_send(c.qa, &wr, &bad), ENOMEM);
+		EXPECT(bad == &wr);
+	}
 	/* still no completion: the first SEND keeps getting RNR NAKs */
 	wc = calloc(n + 16, sizeof(*wc));
 	CHECK_PTR(wc);
