@@ -167,7 +167,8 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	}
 	for (; wr; wr = wr->next) {
 		uint8_t *wqe, *seg, op;
-		uint32_t ds, total = 0;
+		uint64_t total = 0;	/* 64-bit: SGE lengths must not wrap */
+		uint32_t ds;
 		bool ok;
 		int i;
 
@@ -259,7 +260,7 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 				       wr->sg_list[i].length);
 				p += wr->sg_list[i].length;
 			}
-			in->byte_count = htobe32(total | MLX5_INLINE_SEG);
+			in->byte_count = htobe32((uint32_t)total | MLX5_INLINE_SEG);
 			ds += (uint32_t)(sizeof(*in) + total + DROCE_SEG - 1) / DROCE_SEG;
 		} else {
 			struct mlx5_wqe_data_seg *d = (void *)seg;

@@ -764,7 +764,11 @@ void eth_req_retransmit(struct droce_qp *qp, uint32_t psn)
 			/* Resume the READ at its first missing response. */
 			qp->req_off = st->rcvd * qp->mtu;
 			qp->req_psn = roce_psn_add(st->psn_first, st->rcvd);
-		} else if (op_is_rd_atomic(st->opcode) || d <= 0) {
+		} else if (op_is_rd_atomic(st->opcode) || d <= 0 ||
+			   (uint32_t)d >= st->npkts) {
+			/* (A PSN past this message can only come from a bad or
+			 * hostile NAK: resend the message whole, never from an
+			 * offset beyond its end.) */
 			qp->req_off = 0;
 			qp->req_psn = st->psn_first;
 		} else {
