@@ -109,8 +109,8 @@ MTU_LB=4096
 # ------------------------------------------------------------------ lb
 if has lb; then
 	section "One process: droce's net_ring pair (engine on lcore 1, verbs on lcore 0), path MTU $MTU_LB"
-	echo "| op | size | droce msg/s | droce MB/s | raw pps (frame B) | pkts/msg | pkt ratio | memcpy MB/s | copy ratio | engine CPU cycles/msg | verbs thread preempted |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| op | size | droce msg/s | droce MB/s | raw pps (frame B) | pkts/msg | pkt ratio | memcpy MB/s | copy ratio | engine CPU cycles/msg | raw CPU cycles/frame | CPU ratio | verbs thread preempted |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for op in write read send atomic-faa atomic-cas; do
 		case $op in
 		atomic-*) sizes=8 ;;
@@ -124,7 +124,7 @@ if has lb; then
 			esac
 			frame=$(frame_of "$fop" "$size" $MTU_LB)
 			ppm=$(pkts_of "$size" $MTU_LB)
-			R=(); P=(); C=(); M=(); B=(); CR=(); EC=(); PW=()
+			R=(); P=(); C=(); M=(); B=(); CR=(); EC=(); PW=(); RCY=(); CPR=()
 			for _ in $(seq "$REPS"); do
 				c=$(ceil 0-1 pps -f "$frame" -D "$WIN" --cores 1)
 				m=$(ceil 0 memcpy -s "$size" -D 0.3)
@@ -135,17 +135,22 @@ if has lb; then
 				rate=$(kvget "$d" msg_rate); bps=$(kvget "$d" bw_Bps)
 				[ -n "$rate" ] || continue
 				R+=("$rate"); B+=("$bps"); P+=("$pps"); M+=("$mbps")
-				C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
-				CR+=("$(div "$bps" "$mbps" 4)")
+				[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+				[ -n "$mbps" ] && CR+=("$(div "$bps" "$mbps" 4)")
 				EC+=("$(kvget "$d" eng_cyc_per_msg)")
 				PW+=("$(div "$(kvget "$d" main_wait_ms)" "$(kvget "$d" wall_ms)" 3)")
+				rc=$(kvget "$c" cyc_per_pkt); ec=$(kvget "$d" eng_cyc_per_msg)
+				if [ -n "$rc" ] && [ -n "$ec" ]; then
+					RCY+=("$rc")
+					CPR+=("$(div "$(mul "$rc" "$ppm")" "$ec" 4)")
+				fi
 			done
 			r=$(median "${R[@]}"); b=$(median "${B[@]}")
-			echo "| ${op} | $size | $(si "$r") | $(fmt "$(div "$b" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $ppm | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${EC[@]}")" 0) | $(fmt "$(mul "$(median "${PW[@]}")" 100)" 0)% |"
+			echo "| ${op} | $size | $(si "$r") | $(fmt "$(div "$b" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $ppm | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${EC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) | $(fmt "$(mul "$(median "${PW[@]}")" 100)" 0)% |"
 		done
 	done
 	echo
-	echo "pkt ratio = droce msg/s x packets per message / raw pps of that frame size (one core, tx+rx); copy ratio = droce bytes/s / one core's memcpy bytes/s for the message size. Medians of per-pair ratios. Engine CPU cycles/msg: the engine thread's time on a CPU (schedstat) over the messages of the run, whatever others took; preempted: the share of the run the verbs thread waited for a CPU (the engine then idles and backs off into sleeps). (load at end: $(load))"
+	echo "pkt ratio = droce msg/s x packets per message / raw pps of that frame size (one core, tx+rx); copy ratio = droce bytes/s / one core's memcpy bytes/s for the message size. Medians of per-pair ratios. Engine CPU cycles/msg: the engine thread's time on a CPU (schedstat) over the messages of the run, whatever others took; raw CPU cycles/frame: the same for the raw one-core txonly+rxonly; CPU ratio = raw cycles/frame x packets per message / droce engine cycles per message, the pkt ratio with both given a whole core; preempted: the share of the run the verbs thread waited for a CPU (the engine then idles and backs off into sleeps). (load at end: $(load))"
 fi
 
 # ------------------------------------------------------------------ lat
@@ -188,8 +193,8 @@ if has remote; then
 	section "Two processes, perftest style (TCP exchange, server core 0, client core 1), memif pair, app-driven engines"
 	# memif carries frames of at most ~1518 bytes: path MTU 1024
 	MTU_M=1024
-	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi
 	for t in write_bw read_bw send_bw atomic_bw; do
 		case $t in atomic_bw) sizes=8 ;; *) sizes=$msz ;; esac
@@ -197,7 +202,7 @@ if has remote; then
 			op=${t%_bw}
 			frame=$(frame_of "$op" "$size" $MTU_M)
 			ppm=$(pkts_of "$size" $MTU_M)
-			R=(); B=(); P=(); C=(); M=(); CR=(); CC=()
+			R=(); B=(); P=(); C=(); M=(); CR=(); CC=(); RCY=(); CPR=()
 			for _ in $(seq "$REPS"); do
 				c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
 				m=$(ceil 0 memcpy -s "$size" -D 0.3)
@@ -211,13 +216,20 @@ if has remote; then
 				[ -n "$rate" ] || continue
 				R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
 				M+=("$(kvget "$m" Bps)")
-				C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
-				CR+=("$(div "$(kvget "$d" bw_Bps)" "$(kvget "$m" Bps)" 4)")
+				[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+				[ -n "$(kvget "$m" Bps)" ] && CR+=("$(div "$(kvget "$d" bw_Bps)" "$(kvget "$m" Bps)" 4)")
 				CC+=("$(kvget "$d" main_cyc_per_msg)")
+				rc=$(kvget "$c" cyc_per_pkt); ec=$(kvget "$d" main_cyc_per_msg)
+				if [ -n "$rc" ] && [ -n "$ec" ]; then
+					RCY+=("$rc")
+					CPR+=("$(div "$(mul "$rc" "$ppm")" "$ec" 4)")
+				fi
 			done
-			echo "| $t | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) |"
+			echo "| $t | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) |"
 		done
 	done
+	echo
+	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
 	echo
 	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio |"
 	echo "|---|---:|---:|---:|---:|"
@@ -266,7 +278,7 @@ if has cycles; then
 			CF+=("$(kvget "$y" total_per_frame)"); PO+=("$(kvget "$y" post_per_msg)")
 			PL+=("$(kvget "$y" poll_per_msg)")
 			SC+=("$(kvget "$d" main_cyc_per_msg)")
-			RC+=("$(div "$hz" "$(kvget "$c" pps)" 1)")
+			RC+=("$(kvget "$c" cyc_per_pkt)")
 		done
 		echo "| $t | $(si "$(median "${R[@]}")") | $(fmt "$(median "${CM[@]}")" 0) | $(fmt "$(median "${CF[@]}")" 0) | $(fmt "$(median "${SC[@]}")" 0) | $(fmt "$(median "${PO[@]}")" 0) | $(fmt "$(median "${PL[@]}")" 0) | $(fmt "$(median "${RC[@]}")" 0) |"
 	done
