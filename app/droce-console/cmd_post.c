@@ -83,6 +83,61 @@ struct wait_ctx {
 	bool bad;
 };
 
+/*
+ * The local side of a post, from the options both posts and receives take:
+ * sge <list>, or mr/off/len (mr defaulting to the lowest MR on the PD).
+ * Returns the MR used (index in *mi, NULL with sge <list>).
+ */
+struct local_sges {
+	const char *sge_s, *mr_s;
+	uint64_t off, len, lkey;
+	bool len_set, lkey_set, nocheck;
+};
+
+static int local_sges(const char *cmd, const char *who, int pd, struct local_sges *ls,
+		      struct ibv_sge *sge, int *nsge, uint64_t *total, struct con_mr **mr, int *mi)
+{
+	struct con_mr *m;
+
+	*mr = NULL;
+	*mi = -1;
+	if (ls->sge_s) {
+		if (ls->mr_s || ls->len_set)
+			return con_err("%s: give either sge <list> or mr/off/len", cmd);
+		if (parse_sges(cmd, ls->sge_s, sge, nsge, !ls->nocheck, total))
+			return -1;
+	} else {
+		if (ls->mr_s) {
+			if ((m = con_get_mr(cmd, ls->mr_s, mi)) == NULL)
+				return -1;
+		} else {
+			*mi = lowest_mr_on_pd(pd);
+			if (*mi < 0)
+				return con_err("%s: %s's pd %d has no MR (create mr %d <size>)", cmd, who,
+					       pd, pd);
+			m = &g.mrs[*mi];
+		}
+		if (ls->off > m->len && !ls->nocheck)
+			return con_err("%s: off %" PRIu64 " is past the end of mr %d (%" PRIu64 " B)",
+				       cmd, ls->off, *mi, m->len);
+		if (!ls->len_set)
+			ls->len = ls->off < m->len ? RTE_MIN(m->len - ls->off, (uint64_t)UINT32_MAX) : 0;
+		if (!ls->nocheck && ls->len > m->len - ls->off)
+			return con_err("%s: %" PRIu64 " B at +%" PRIu64 " is past the end of mr %d (%" PRIu64 " B)",
+				       cmd, ls->len, ls->off, *mi, m->len);
+		sge[0].addr = (uint64_t)(uintptr_t)m->buf + ls->off;
+		sge[0].length = (uint32_t)ls->len;
+		sge[0].lkey = m->mr->lkey;
+		*nsge = 1;
+		*total = ls->len;
+		*mr = m;
+	}
+	if (ls->lkey_set)
+		for (int i = 0; i < *nsge; i++)
+			sge[i].lkey = (uint32_t)ls->lkey;
+	return 0;
+}
+
 static bool wait_done(void *arg)
 {
 	struct wait_ctx *w = arg;
@@ -342,39 +397,15 @@ static int do_post(int op, int argc, char **argv)
 			total = len;
 		}
 		nsge = 0;
-	} else if (sge_s) {
-		if (mr_s || len_set)
-			return con_err("%s: give either sge <list> or mr/off/len", cmd);
-		if (parse_sges(cmd, sge_s, sge, &nsge, !nocheck, &total))
-			return -1;
 	} else {
-		if (mr_s) {
-			if ((lm = con_get_mr(cmd, mr_s, &lmi)) == NULL)
-				return -1;
-		} else {
-			lmi = lowest_mr_on_pd(q->pd);
-			if (lmi < 0)
-				return con_err("%s: qp %d's pd %d has no MR (create mr %d <size>)", cmd,
-					       qid, q->pd, q->pd);
-			lm = &g.mrs[lmi];
-		}
-		if (off > lm->len && !nocheck)
-			return con_err("%s: off %" PRIu64 " is past the end of mr %d (%" PRIu64 " B)",
-				       cmd, off, lmi, lm->len);
-		if (!len_set)
-			len = off < lm->len ? RTE_MIN(lm->len - off, (uint64_t)UINT32_MAX) : 0;
-		if (!nocheck && len > lm->len - off)
-			return con_err("%s: %" PRIu64 " B at +%" PRIu64 " is past the end of mr %d (%" PRIu64 " B)",
-				       cmd, len, off, lmi, lm->len);
-		sge[0].addr = (uint64_t)(uintptr_t)lm->buf + off;
-		sge[0].length = (uint32_t)len;
-		sge[0].lkey = lm->mr->lkey;
-		nsge = 1;
-		total = len;
+		struct local_sges ls = { sge_s, mr_s, off, len, lkey, len_set, lkey_set, nocheck };
+		char who[16];
+
+		snprintf(who, sizeof(who), "qp %d", qid);
+		if (local_sges(cmd, who, q->pd, &ls, sge, &nsge, &total, &lm, &lmi))
+			return -1;
+		len = ls.len;
 	}
-	if (lkey_set)
-		for (int i = 0; i < nsge; i++)
-			sge[i].lkey = (uint32_t)lkey;
 	if ((od->flags & CON_OPF_ATOMIC) && total != 8 && !nocheck)
 		return con_err("%s: the original value lands in exactly 8 local bytes (len 8)", cmd);
 	if (ah && !nocheck && total > g.devs[con_qp_dev(q)].dev->args.max_mtu)
@@ -710,37 +741,12 @@ int post_recv_common(const char *cmd, int qid, int sid, int argc, char **argv)
 	if (q && q->srq >= 0 && !nocheck)
 		return con_err("%s: qp %d takes its receives from srq %d: post srq recv %d ...", cmd, qid,
 			       q->srq, q->srq);
-	if (sge_s) {
-		if (mr_s || len_set)
-			return con_err("%s: give either sge <list> or mr/off/len", cmd);
-		if (parse_sges(cmd, sge_s, sge, &nsge, !nocheck, &total))
+	{
+		struct local_sges ls = { sge_s, mr_s, off, len, lkey, len_set, lkey_set, nocheck };
+
+		if (local_sges(cmd, who, pd, &ls, sge, &nsge, &total, &m, &mi))
 			return -1;
-	} else {
-		if (mr_s) {
-			if ((m = con_get_mr(cmd, mr_s, &mi)) == NULL)
-				return -1;
-		} else {
-			mi = lowest_mr_on_pd(pd);
-			if (mi < 0)
-				return con_err("%s: %s's pd %d has no MR", cmd, who, pd);
-			m = &g.mrs[mi];
-		}
-		if (off > m->len && !nocheck)
-			return con_err("%s: off %" PRIu64 " is past the end of mr %d", cmd, off, mi);
-		if (!len_set)
-			len = off < m->len ? RTE_MIN(m->len - off, (uint64_t)UINT32_MAX) : 0;
-		if (!nocheck && len > m->len - off)
-			return con_err("%s: %" PRIu64 " B at +%" PRIu64 " is past the end of mr %d (%" PRIu64 " B)",
-				       cmd, len, off, mi, m->len);
-		sge[0].addr = (uint64_t)(uintptr_t)m->buf + off;
-		sge[0].length = (uint32_t)len;
-		sge[0].lkey = m->mr->lkey;
-		nsge = 1;
-		total = len;
 	}
-	if (lkey_set)
-		for (int i = 0; i < nsge; i++)
-			sge[i].lkey = (uint32_t)lkey;
 	wrs = calloc(count, sizeof(*wrs));
 	if (wrs == NULL)
 		return con_err("%s: out of memory", cmd);
