@@ -31,7 +31,6 @@
 #define SRC_OFF		0u
 #define DST_OFF		(2u * 1024 * 1024)
 #define CANARY		0xa7
-#define PIECES		4
 #define PIPE		48
 #define PIPE_SLOT	(40u * 1024)
 
@@ -127,43 +126,16 @@ static void pair_destroy(struct pair *p)
 
 /* ------------------------------------------------------------------ */
 
-struct layout {
-	int n;
-	struct ibv_sge sge[PIECES];
-	uint32_t off[PIECES];
-	uint32_t start, end;
-};
-
-/* total bytes in 1..max_pieces pieces with random gaps from base */
 static void make_layout_n(struct side *s, uint32_t base, uint32_t total,
-			  struct layout *L, uint32_t max_pieces)
+			  struct tr_layout *L, uint32_t max_pieces)
 {
-	int n = total ? (int)dt_rand_range(1, RTE_MIN(max_pieces, total))
-		      : (int)dt_rand_range(0, 1);
-	uint32_t pos = base + (uint32_t)dt_rand_range(0, 32), left = total;
-
-	memset(L, 0, sizeof(*L));
-	L->start = base;
-	for (int i = 0; i < n; i++) {
-		uint32_t piece = i == n - 1 ? left :
-			(uint32_t)dt_rand_range(1, left - (uint32_t)(n - 1 - i));
-
-		L->off[i] = pos;
-		L->sge[i].addr = (uintptr_t)(s->buf + pos);
-		L->sge[i].length = piece;
-		L->sge[i].lkey = s->mr->lkey;
-		pos += piece + (uint32_t)dt_rand_range(0, 32);
-		left -= piece;
-	}
-	L->n = n;
-	L->end = pos + 32;
-	CHECK_CMP(L->end, <=, BUFSZ);
+	tr_make_layout(s->buf, s->mr->lkey, BUFSZ, base, total, max_pieces, L);
 }
 
 static void make_layout(struct side *s, uint32_t base, uint32_t total,
-			struct layout *L)
+			struct tr_layout *L)
 {
-	make_layout_n(s, base, total, L, PIECES);
+	make_layout_n(s, base, total, L, TR_PIECES);
 }
 
 /*
@@ -172,45 +144,28 @@ static void make_layout(struct side *s, uint32_t base, uint32_t total,
  * executed it, when that SGE is shorter than 8 bytes although the post
  * path accepted the split; see the report of this test's author.)
  */
-static void make_atomic_layout(struct side *s, uint32_t base, struct layout *L)
+static void make_atomic_layout(struct side *s, uint32_t base, struct tr_layout *L)
 {
 	make_layout_n(s, base, 8, L, 1);
 }
 
-static void put_stream(struct side *s, const struct layout *L,
+static void put_stream(struct side *s, const struct tr_layout *L,
 		       const uint8_t *data)
 {
-	uint32_t o = 0;
-
-	for (int i = 0; i < L->n; i++) {
-		memcpy(s->buf + L->off[i], data + o, L->sge[i].length);
-		o += L->sge[i].length;
-	}
+	tr_put_stream(s->buf, L, data);
 }
 
-static void check_scatter(struct side *s, const struct layout *L,
+static void check_scatter(struct side *s, const struct tr_layout *L,
 			  const uint8_t *exp, uint32_t used, const char *what)
 {
-	uint32_t o = 0, prev = L->start;
-
-	for (int i = 0; i < L->n; i++) {
-		uint32_t len = L->sge[i].length;
-		uint32_t take = o >= used ? 0 : RTE_MIN(len, used - o);
-
-		TR_ALL(what, s->buf + prev, L->off[i] - prev, CANARY);
-		TR_CMP(what, s->buf + L->off[i], exp + o, take);
-		TR_ALL(what, s->buf + L->off[i] + take, len - take, CANARY);
-		o += len;
-		prev = L->off[i] + len;
-	}
-	TR_ALL(what, s->buf + prev, L->end - prev, CANARY);
+	tr_check_scatter(s->buf, L, exp, used, CANARY, what);
 }
 
 struct op {
 	enum ibv_wr_opcode op;
 	uint64_t wr_id;
-	struct layout src;	/* S: gather (READ/atomic: the result) */
-	struct layout dst;	/* R: receive, if it takes one */
+	struct tr_layout src;	/* S: gather (READ/atomic: the result) */
+	struct tr_layout dst;	/* R: receive, if it takes one */
 	uint32_t len;
 	uint32_t roff;		/* R: WRITE target / READ source / atomic */
 	uint32_t imm;

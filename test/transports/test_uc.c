@@ -41,7 +41,6 @@
 #define SRC_OFF		0u			/* sources */
 #define DST_OFF		(1u * 1024 * 1024)	/* receive / write targets */
 #define CANARY		0x5a
-#define PIECES		4
 
 static struct dt_env env;
 static struct dt_dev *A, *B;
@@ -140,60 +139,16 @@ static void pair_destroy(struct pair *p, bool check_rts)
 
 /* ------------------------------------------------------------------ */
 
-struct layout {
-	int n;
-	struct ibv_sge sge[PIECES];
-	uint32_t off[PIECES];
-	uint32_t start, end;	/* the area the pieces lie in */
-};
-
-/* total bytes in 1..PIECES pieces with random gaps, from offset base;
- * the area (with a margin) is set to the canary. */
 static void make_layout(struct side *s, uint32_t base, uint32_t total,
-			struct layout *L)
+			struct tr_layout *L)
 {
-	int n = total ? (int)dt_rand_range(1, RTE_MIN((uint32_t)PIECES, total))
-		      : (int)dt_rand_range(0, 1);
-	uint32_t pos = base + (uint32_t)dt_rand_range(0, 32), left = total;
-
-	memset(L, 0, sizeof(*L));
-	L->start = base;
-	for (int i = 0; i < n; i++) {
-		uint32_t piece = i == n - 1 ? left :
-			(uint32_t)dt_rand_range(1, left - (uint32_t)(n - 1 - i));
-
-		L->off[i] = pos;
-		L->sge[i].addr = (uintptr_t)(s->buf + pos);
-		L->sge[i].length = piece;
-		L->sge[i].lkey = s->mr->lkey;
-		pos += piece + (uint32_t)dt_rand_range(0, 32);
-		left -= piece;
-	}
-	L->n = n;
-	L->end = pos + 32;
-	CHECK_CMP(L->end, <=, BUFSZ);
+	tr_make_layout(s->buf, s->mr->lkey, BUFSZ, base, total, TR_PIECES, L);
 }
 
-/* The stream scattered over L: the first `used` bytes must equal exp, the
- * rest of the area the canary. */
-static void check_scatter(struct side *s, const struct layout *L,
+static void check_scatter(struct side *s, const struct tr_layout *L,
 			  const uint8_t *exp, uint32_t used, const char *what)
 {
-	uint32_t o = 0, prev = L->start;
-
-	for (int i = 0; i < L->n; i++) {
-		uint32_t len = L->sge[i].length;
-		uint32_t take = o >= used ? 0 : RTE_MIN(len, used - o);
-
-		TR_ALL(what, s->buf + prev, L->off[i] - prev, CANARY);
-		TR_CMP(what, s->buf + L->off[i], exp + o, take);
-		TR_ALL(what, s->buf + L->off[i] + take, len - take, CANARY);
-		o += len;
-		prev = L->off[i] + len;
-	}
-	TR_ALL(what, s->buf + prev, L->end - prev, CANARY);
-	if (o < used)
-		DT_FAIL_(0, "%s: layout holds %u of %u bytes", what, o, used);
+	tr_check_scatter(s->buf, L, exp, used, CANARY, what);
 }
 
 static bool op_recv(enum ibv_wr_opcode op)
@@ -208,7 +163,7 @@ static bool op_write(enum ibv_wr_opcode op)
 
 /* Post one WR from side s (ibv_post_send or ibv_wr_*). */
 static void post(struct pair *p, struct side *s, uint64_t wr_id,
-		 enum ibv_wr_opcode op, const struct layout *src,
+		 enum ibv_wr_opcode op, const struct tr_layout *src,
 		 uint64_t raddr, uint32_t rkey, uint32_t imm, bool wr_api,
 		 bool signaled)
 {
@@ -253,7 +208,7 @@ static void post(struct pair *p, struct side *s, uint64_t wr_id,
 static void fence_send(struct pair *p, struct side *s, struct side *r)
 {
 	struct ibv_wc wc;
-	struct layout none;
+	struct tr_layout none;
 	struct dt_wc_exp e;
 	uint64_t sid = ++p->wrid, rid = ++p->wrid;
 
@@ -273,7 +228,7 @@ static void one_op(struct pair *p, int from, enum ibv_wr_opcode op,
 		   uint32_t len, bool wr_api)
 {
 	struct side *s = &p->s[from], *r = &p->s[!from];
-	struct layout src, dst;
+	struct tr_layout src, dst;
 	struct ibv_wc wc;
 	struct dt_wc_exp e;
 	char what[160];
@@ -508,7 +463,7 @@ static void bad_writes(void)
 		    IBV_ACCESS_LOCAL_WRITE, 32);	/* no REMOTE_WRITE */
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &p.s[0], *r = &p.s[1];
-		struct layout src;
+		struct tr_layout src;
 		struct ibv_wc wc;
 		struct dt_wc_exp e;
 		uint64_t sid = ++p.wrid;
@@ -636,7 +591,7 @@ static void loss(enum ibv_mtu mtu, const char *impair, unsigned int nmsgs)
 					.addr = (uintptr_t)src,
 					.length = x->len, .lkey = s->mr->lkey,
 				};
-				struct layout L;
+				struct tr_layout L;
 
 				for (uint32_t i = 0; i < x->len; i++)
 					src[i] = pat(posted, i);
@@ -801,7 +756,7 @@ static void recv_too_small(void)
 {
 	struct pair p;
 	struct side *s, *r;
-	struct layout src;
+	struct tr_layout src;
 	struct ibv_sge sge;
 	struct ibv_wc wc;
 	struct dt_wc_exp e;

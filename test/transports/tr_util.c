@@ -301,3 +301,59 @@ uint64_t tr_port_opackets(struct dt_dev *d)
 	CHECK_EQ(rte_eth_stats_get((uint16_t)d->port_id, &s), 0);
 	return s.opackets;
 }
+
+void tr_make_layout(uint8_t *buf, uint32_t lkey, size_t bufsz, uint32_t base,
+		    uint32_t total, uint32_t max_pieces, struct tr_layout *L)
+{
+	int n = total ? (int)dt_rand_range(1, RTE_MIN(RTE_MIN(max_pieces, (uint32_t)TR_PIECES), total))
+		      : (int)dt_rand_range(0, 1);
+	uint32_t pos = base + (uint32_t)dt_rand_range(0, 32), left = total;
+
+	memset(L, 0, sizeof(*L));
+	L->start = base;
+	for (int i = 0; i < n; i++) {
+		uint32_t piece = i == n - 1 ? left :
+			(uint32_t)dt_rand_range(1, left - (uint32_t)(n - 1 - i));
+
+		L->off[i] = pos;
+		L->sge[i].addr = (uintptr_t)(buf + pos);
+		L->sge[i].length = piece;
+		L->sge[i].lkey = lkey;
+		pos += piece + (uint32_t)dt_rand_range(0, 32);
+		left -= piece;
+	}
+	L->n = n;
+	L->end = pos + 32;
+	CHECK_CMP(L->end, <=, bufsz);
+}
+
+void tr_put_stream(uint8_t *buf, const struct tr_layout *L, const uint8_t *data)
+{
+	uint32_t o = 0;
+
+	for (int i = 0; i < L->n; i++) {
+		memcpy(buf + L->off[i], data + o, L->sge[i].length);
+		o += L->sge[i].length;
+	}
+}
+
+void tr_check_scatter(const uint8_t *buf, const struct tr_layout *L,
+		      const uint8_t *exp, uint32_t used, uint8_t canary,
+		      const char *what)
+{
+	uint32_t o = 0, prev = L->start;
+
+	for (int i = 0; i < L->n; i++) {
+		uint32_t len = L->sge[i].length;
+		uint32_t take = o >= used ? 0 : RTE_MIN(len, used - o);
+
+		TR_ALL(what, buf + prev, L->off[i] - prev, canary);
+		TR_CMP(what, buf + L->off[i], exp + o, take);
+		TR_ALL(what, buf + L->off[i] + take, len - take, canary);
+		o += len;
+		prev = L->off[i] + len;
+	}
+	TR_ALL(what, buf + prev, L->end - prev, canary);
+	if (o < used)
+		DT_FAIL_(0, "%s: layout holds %u of %u bytes", what, o, used);
+}

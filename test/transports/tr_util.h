@@ -108,4 +108,28 @@ void tr_sleep_ms(int ms);
 /* An ethdev port's transmitted-frame counter (rte_eth_stats opackets). */
 uint64_t tr_port_opackets(struct dt_dev *d);
 
+/*
+ * A scatter/gather layout: total bytes in 1..max_pieces SGEs (0 or 1 for
+ * total 0) of random lengths, with random gaps, from offset base of buf;
+ * [start, end) is the area the pieces and their gaps lie in (end has a
+ * 32-byte margin and is checked against bufsz).
+ */
+#define TR_PIECES 4
+struct tr_layout {
+	int n;
+	struct ibv_sge sge[TR_PIECES];
+	uint32_t off[TR_PIECES];
+	uint32_t start, end;
+};
+
+void tr_make_layout(uint8_t *buf, uint32_t lkey, size_t bufsz, uint32_t base,
+		    uint32_t total, uint32_t max_pieces, struct tr_layout *L);
+/* data written into the pieces of L, in order */
+void tr_put_stream(uint8_t *buf, const struct tr_layout *L, const uint8_t *data);
+/* The first `used` bytes of L's pieces equal exp; every other byte of the
+ * area (gaps, margins, the rest of the pieces) is still the canary. */
+void tr_check_scatter(const uint8_t *buf, const struct tr_layout *L,
+		      const uint8_t *exp, uint32_t used, uint8_t canary,
+		      const char *what);
+
 #endif /* TR_UTIL_H */
