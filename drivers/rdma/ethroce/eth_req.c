@@ -601,6 +601,8 @@ static uint8_t do_bind(struct droce_qp *qp, const struct droce_bind_seg *b)
 	mw->access = acc;
 	mw->mw_qpn = qp->ex.qp_base.qp_num;
 	mw->key = b->new_rkey;
+	/* Whatever the responder kept through the old binding is void. */
+	mw->epoch = droce_key_epoch_next(dev);
 	mw->valid = true;
 	return IBV_WC_SUCCESS;
 }
