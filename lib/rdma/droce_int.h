@@ -314,7 +314,12 @@ struct droce_qp {
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
-	bool tmpl_ready;		/* destination MAC resolved */
+	bool tmpl_ready;		/* destination MAC resolved ... */
+	uint32_t neigh_gen;		/* ... and still current while
+					 * *neigh_genp == neigh_gen (the
+					 * neighbour entry's generation; or
+					 * &neigh_gen itself: never changes) */
+	const uint32_t *neigh_genp;
 
 	/* send queue: application side */
 	uint8_t *sq_buf;
@@ -419,6 +424,8 @@ struct droce_neigh {
 	struct rte_ether_addr mac;
 	bool resolved;
 	uint8_t tries;
+	uint32_t gen;			/* bumped when mac or addr changes:
+					 * QP templates re-resolve lazily */
 	uint64_t next_tsc;
 	uint64_t deadline_tsc;
 };
@@ -465,6 +472,8 @@ struct droce_dev {
 
 	/* engine-owned */
 	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	const uint8_t *rx_req_mac;	/* source MAC of the request being
+					 * answered (eth_rx_one), else NULL */
 	struct rte_mbuf **loopq;	/* frames to our own address */
 	uint32_t loopq_len;
 	struct rte_mbuf **txq;		/* packets waiting for tx_burst */

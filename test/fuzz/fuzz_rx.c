@@ -234,8 +234,8 @@ static uint32_t fix_hdr(uint8_t *f, uint32_t len, uint32_t dst_ip,
 		len = want;
 		f[bth + 1] &= (uint8_t)~ROCE_BTH_PAD_MASK;
 	}
-	/* the peer's MACs: a source MAC that keeps changing costs the
-	 * engine a scan of every QP per frame (see doc/security.md) */
+	/* the peer's MACs: a source MAC that keeps changing must cost the
+	 * engine O(1) per frame (doc/security.md, finding 6) */
 	memcpy(f, dst_mac, 6);
 	memcpy(f + 6, src_mac, 6);
 	ip = f + l3;

@@ -45,10 +45,6 @@ NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP = 0x60, 0x61, 0x62, 0x63
 
 # Reported engine bugs: case name -> what is wrong (see doc/security.md).
 KNOWN_BUGS = {
-    'replies_to_peer_mac':
-        'eth_send_ack() builds NAKs from the QP template before the peer MAC '
-        'is resolved (tmpl_ready false): fatal and RNR NAKs of a fresh QP go '
-        'to 00:00:00:00:00:00',
 }
 
 

@@ -454,14 +454,11 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		struct rte_mbuf *m;
 		uint8_t *pl;
 
-		if (unlikely(!qp->tmpl_ready)) {
-			struct rte_ether_addr mac;
+		if (unlikely(!eth_qp_tmpl_ok(qp))) {
 			bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
+			if (!eth_qp_resolve(qp, &failed))
 				return;	/* the requester's MAC arrives with its packets */
-			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
-			qp->tmpl_ready = true;
 			p = qp->tmpl;
 		}
 		if (eth_tx_busy(qp->dev)) {
@@ -521,15 +518,10 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 	}
 	if ((qp->flags & DROCE_QPF_ACK_PENDING) && qp->rd_head == qp->rd_tail &&
 	    *budget) {
-		if (unlikely(!qp->tmpl_ready)) {
-			struct rte_ether_addr mac;
-			bool failed;
+		bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
-				return;
-			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
-			qp->tmpl_ready = true;
-		}
+		if (unlikely(!eth_qp_tmpl_ok(qp)) && !eth_qp_resolve(qp, &failed))
+			return;
 		qp->flags &= ~DROCE_QPF_ACK_PENDING;
 		eth_send_ack(qp, qp->resp_ack_syndrome, qp->resp_ack_psn);
 		(*budget)--;

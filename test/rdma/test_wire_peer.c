@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ibv_dereg_mr() while the responder still owes work through the region
- * (doc/security.md, finding 2). One droce device on a net_ring port whose
- * other end is this test: it plays the requester with frames built here
- * (lib/roce), reads every reply, and controls when the device may send
- * (the ring to the test is small: when the test stops reading, the
- * device's transmit queue fills and its READ responses stall mid-stream).
+ * One droce device on a net_ring port whose other end is this test: it
+ * plays the peer with frames built here (lib/roce, ARP by hand), reads
+ * every reply, and controls when the device may send (the ring to the
+ * test is small: when the test stops reading, the device's transmit queue
+ * fills and its READ responses stall mid-stream). doc/security.md
+ * findings 2, 4 and 6.
+ *
+ * ibv_dereg_mr() while the responder still owes work through the region:
  *
  *  1. A multi-packet WRITE: FIRST lands, the region is deregistered and
  *     its pages made inaccessible (PROT_NONE: any later access by the
@@ -19,6 +21,14 @@
  *     built before ibv_dereg_mr() returned, byte for byte, in PSN order,
  *     then a NAK remote access error at the first PSN not sent, nothing
  *     for the third, QP in error.
+ *
+ * Replies before the peer is resolved, and a peer that changes MAC:
+ *  3. A fresh QP whose peer address never answers ARP gets a fatal request
+ *     and, on another QP, a SEND without a receive, from another address:
+ *     the NAK and the RNR NAK go to the MAC the requests came from, never
+ *     to 00:00:00:00:00:00.
+ *  4. The peer's MAC changes (ARP) back and forth many times between
+ *     requests: every ACK goes to the MAC of the latest ARP.
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -27,6 +37,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <rte_arp.h>
 #include <rte_ethdev.h>
 #include <rte_eth_ring.h>
 #include <rte_mbuf.h>
@@ -44,6 +55,8 @@ static struct rte_ring *to_dev, *from_dev;
 static struct rte_mempool *pool;
 static const uint8_t peer_mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x02 };
 static uint8_t dev_mac[6];
+static const uint8_t *want_mac = peer_mac;	/* where replies must go,
+						 * the peer's source MAC */
 static uint32_t dev_ip, peer_ip;
 
 static void free_rings(void)
@@ -65,7 +78,7 @@ static void inject(uint8_t op, uint32_t qpn, uint32_t psn, uint64_t va,
 
 	CHECK_PTR(m);
 	memset(&p, 0, sizeof(p));
-	memcpy(p.src_mac, peer_mac, 6);
+	memcpy(p.src_mac, want_mac, 6);	/* the peer's current MAC */
 	memcpy(p.dst_mac, dev_mac, 6);
 	p.ttl = 64;
 	p.frag_off = 0x4000;
@@ -129,7 +142,11 @@ static int collect(struct reply *r, int max, double timeout_s)
 		memcpy(r[n].data, f + r[n].p.payload_off, r[n].p.payload_len);
 		rte_pktmbuf_free(m);
 		/* every reply goes to the requester's MAC (finding 4) */
-		EXPECT(memcmp(r[n].p.dst_mac, peer_mac, 6) == 0);
+		if (memcmp(r[n].p.dst_mac, want_mac, 6) != 0)
+			DT_FAIL_(0, "reply PSN 0x%x to %02x:%02x:%02x:%02x:%02x:%02x",
+				 r[n].p.psn, r[n].p.dst_mac[0], r[n].p.dst_mac[1],
+				 r[n].p.dst_mac[2], r[n].p.dst_mac[3],
+				 r[n].p.dst_mac[4], r[n].p.dst_mac[5]);
 		n++;
 		if ((r[n - 1].p.opcode & 0x1f) == ROCE_OP_ACK &&
 		    (r[n - 1].p.aeth_syndrome & ROCE_AETH_CLASS_MASK) == ROCE_AETH_NAK)
@@ -138,8 +155,9 @@ static int collect(struct reply *r, int max, double timeout_s)
 	return n;
 }
 
-static struct ibv_qp *make_qp(struct dt_dev *d, struct dt_cq *cq,
-			      enum ibv_mtu mtu, uint32_t rq_psn)
+static struct ibv_qp *make_qp_to(struct dt_dev *d, struct dt_cq *cq,
+				 enum ibv_mtu mtu, uint32_t rq_psn,
+				 uint32_t to_ip)
 {
 	struct dt_qp_cfg qc;
 	struct dt_conn_cfg cc;
@@ -155,11 +173,43 @@ static struct ibv_qp *make_qp(struct dt_dev *d, struct dt_cq *cq,
 	cc.max_dest_rd_atomic = 4;
 	peer.raw[10] = 0xff;
 	peer.raw[11] = 0xff;
-	memcpy(&peer.raw[12], &peer_ip, 4);
+	memcpy(&peer.raw[12], &to_ip, 4);
 	CHECK_OK(dt_qp_to_init(qp, &cc));
 	CHECK_OK(dt_qp_to_rtr(qp, &cc, &peer, PEER_QPN, rq_psn));
 	CHECK_OK(dt_qp_to_rts(qp, &cc, 0x10));
 	return qp;
+}
+
+static struct ibv_qp *make_qp(struct dt_dev *d, struct dt_cq *cq,
+			      enum ibv_mtu mtu, uint32_t rq_psn)
+{
+	return make_qp_to(d, cq, mtu, rq_psn, peer_ip);
+}
+
+/* An ARP reply from the peer's address with MAC mac. */
+static void inject_arp(const uint8_t *mac)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct rte_ether_hdr *eh;
+	struct rte_arp_hdr *ah;
+
+	CHECK_PTR(m);
+	eh = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+	memcpy(&eh->dst_addr, dev_mac, 6);
+	memcpy(&eh->src_addr, mac, 6);
+	eh->ether_type = htons(RTE_ETHER_TYPE_ARP);
+	ah = (struct rte_arp_hdr *)(eh + 1);
+	ah->arp_hardware = htons(RTE_ARP_HRD_ETHER);
+	ah->arp_protocol = htons(RTE_ETHER_TYPE_IPV4);
+	ah->arp_hlen = 6;
+	ah->arp_plen = 4;
+	ah->arp_opcode = htons(RTE_ARP_OP_REPLY);
+	memcpy(&ah->arp_data.arp_sha, mac, 6);
+	ah->arp_data.arp_sip = peer_ip;
+	memcpy(&ah->arp_data.arp_tha, dev_mac, 6);
+	ah->arp_data.arp_tip = dev_ip;
+	m->data_len = m->pkt_len = 60;
+	CHECK_EQ(rte_ring_enqueue(to_dev, m), 0);
 }
 
 static uint8_t *map_pages(size_t len, uint8_t fill)
@@ -323,6 +373,76 @@ static void read_across_dereg(struct dt_dev *d, struct dt_cq *cq)
 	free(r);
 }
 
+/* 3: NAKs of QPs whose peer is not resolved. */
+static void naks_before_arp(struct dt_dev *d, struct dt_cq *cq)
+{
+	const uint32_t psn = 0x300, silent_ip = htonl(0xc6120063);
+	struct reply r[8];
+	struct ibv_qp *qa = make_qp_to(d, cq, IBV_MTU_1024, psn, silent_ip);
+	struct ibv_qp *qb = make_qp_to(d, cq, IBV_MTU_1024, psn, silent_ip);
+	uint8_t pl[64] = { 0 };
+	int n;
+
+	/* a WRITE with an R_Key nobody gave: NAK remote access error */
+	inject(ROCE_OP_WRITE_ONLY, qa->qp_num, psn, 0x1000, 0x4242, 64, pl, 64);
+	n = collect(r, 8, 0.3);
+	CHECK_EQ(n, 1);
+	CHECK(is_nak(&r[0].p, ROCE_NAK_REMOTE_ACCESS));
+	CHECK_EQ(r[0].p.psn, psn);
+	expect_access_err(d, qa);
+	/* a SEND without a receive: RNR NAK, the QP lives on */
+	inject(ROCE_OP_SEND_ONLY, qb->qp_num, psn, 0, 0, 0, pl, 64);
+	n = collect(r, 8, 0.3);
+	CHECK_EQ(n, 1);
+	CHECK_EQ(r[0].p.opcode & 0x1f, ROCE_OP_ACK);
+	CHECK_EQ(r[0].p.aeth_syndrome & ROCE_AETH_CLASS_MASK, ROCE_AETH_RNR_NAK);
+	CHECK_EQ(r[0].p.psn, psn);
+	CHECK_EQ(dt_qp_state(qb), IBV_QPS_RTS);
+	printf("NAKs before ARP: sent to the requests' source MAC\n");
+	CHECK_OK(ibv_destroy_qp(qa));
+	CHECK_OK(ibv_destroy_qp(qb));
+}
+
+/* 4: the peer changes MAC, again and again. */
+static void mac_changes(struct dt_dev *d, struct dt_cq *cq)
+{
+	static const uint8_t mac2[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x22 };
+	const uint32_t psn = 0x400, rounds = 200;
+	uint8_t *buf = map_pages(4096, 0);
+	struct ibv_qp *qp = make_qp(d, cq, IBV_MTU_1024, psn);
+	struct ibv_mr *mr = dt_reg_mr(d->pd, buf, 4096, DT_ACCESS_ALL);
+	struct reply r[8];
+	uint8_t pl[8];
+
+	CHECK_PTR(mr);
+	for (uint32_t i = 0; i < rounds; i++) {
+		/* a few flips per request, ending on the one wanted */
+		const uint8_t *m = (i & 1) ? peer_mac : mac2;
+		uint32_t flips = 1 + (uint32_t)dt_rand_range(0, 3) * 2;
+
+		for (uint32_t k = 0; k < flips; k++)
+			inject_arp((flips - k) & 1 ? m : (m == mac2 ? peer_mac : mac2));
+		memset(pl, (int)i, sizeof(pl));
+		want_mac = m;
+		inject(ROCE_OP_WRITE_ONLY, qp->qp_num, psn + i, (uintptr_t)buf,
+		       mr->rkey, sizeof(pl), pl, sizeof(pl));
+		CHECK_EQ(collect(r, 1, 1.0), 1);
+		CHECK_EQ(r[0].p.opcode & 0x1f, ROCE_OP_ACK);
+		CHECK_EQ(r[0].p.aeth_syndrome & ROCE_AETH_CLASS_MASK, ROCE_AETH_ACK);
+		CHECK_EQ(r[0].p.psn, psn + i);
+		if (dt_failures)
+			DT_FAIL_(1, "round %u: ACK not to the latest MAC", i);
+	}
+	CHECK_EQ(buf[0], (uint8_t)(rounds - 1));
+	want_mac = peer_mac;
+	inject_arp(peer_mac);
+	printf("MAC changes: %u requests, each ACK to the MAC of the latest ARP\n",
+	       rounds);
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_dereg_mr(mr));
+	munmap(buf, 4096);
+}
+
 int main(int argc, char **argv)
 {
 	struct dt_env env;
@@ -362,6 +482,8 @@ int main(int argc, char **argv)
 
 	write_across_dereg(d, &cq);
 	read_across_dereg(d, &cq);
+	naks_before_arp(d, &cq);
+	mac_changes(d, &cq);
 	dt_cq_drain_unexpected(&cq, "after the QPs were destroyed");
 	dt_cq_destroy(&cq);
 	dt_fini(&env);
