@@ -424,8 +424,8 @@ struct droce_neigh {
 	struct rte_ether_addr mac;
 	bool resolved;
 	uint8_t tries;
-	uint32_t gen;			/* bumped when mac or addr changes:
-					 * QP templates re-resolve lazily */
+	uint32_t gen;			/* bumped when the MAC changes: QP
+					 * templates re-resolve lazily */
 	uint64_t next_tsc;
 	uint64_t deadline_tsc;
 };

@@ -46,7 +46,10 @@ static struct droce_neigh *neigh_alloc(struct droce_dev *dev, const uint8_t *a)
 		n = victim;
 	}
 	{
-		uint32_t gen = n->gen + 1;	/* QPs on the old entry re-resolve */
+		/* QPs resolved from a recycled entry keep the MAC they have
+		 * (as before recycling); a later change of the new owner's
+		 * MAC only makes them resolve again. */
+		uint32_t gen = n->gen;
 
 		memset(n, 0, sizeof(*n));
 		n->gen = gen;
