@@ -27,8 +27,8 @@
 #                             memory errors and undefined behaviour fail it
 #                             (UB of reported, unfixed bugs is listed in
 #                             test/fuzz/known-ub.supp). About 5 minutes on 2
-#                             cores (default 0: opt-in until the examples'
-#                             error exits stop leaking).
+#                             cores after the build (default: 1 when
+#                             CI=true, else 0).
 #                             DROCE_SANITIZE_BUDGET: seconds (default 1800);
 #                             DROCE_SANITIZE_TIMEOUT_MULTIPLIER (default 3).
 #   DROCE_BUILD_DIR and the hugepage knobs of devtools/setup.sh.
@@ -48,9 +48,7 @@ if [[ -z ${DROCE_CLANG:-} ]]; then
 	if [[ ${CI:-} == true || ${CI:-} == 1 ]]; then DROCE_CLANG=1; else DROCE_CLANG=0; fi
 fi
 if [[ -z ${DROCE_SANITIZE:-} ]]; then
-	# Opt-in for now: the examples' error exits leak (as rdma-core's own
-	# examples do) and LeakSanitizer fails them; see the issue notes.
-	DROCE_SANITIZE=0
+	if [[ ${CI:-} == true || ${CI:-} == 1 ]]; then DROCE_SANITIZE=1; else DROCE_SANITIZE=0; fi
 fi
 DROCE_ASAN_BUILD_DIR=${DROCE_ASAN_BUILD_DIR:-build-asan}
 

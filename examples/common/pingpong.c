@@ -141,7 +141,11 @@ struct ibv_device **pp_get_device(const struct pp_opts *o,
 		return NULL;
 	}
 	*dev = find_device(list, o->ib_devname);
-	return *dev ? list : NULL;
+	if (*dev == NULL) {
+		ibv_free_device_list(list);
+		return NULL;
+	}
+	return list;
 }
 
 /* ------------------------------------------------------------------ */

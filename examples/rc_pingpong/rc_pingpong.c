@@ -580,6 +580,7 @@ int main(int argc, char *argv[])
 	struct run_state st;
 	struct timeval t0, t1;
 	int cq_events = 0;
+	int ret = 1;
 	int rc;
 
 	srand48((long)getpid() * (long)time(NULL));
@@ -606,31 +607,31 @@ int main(int argc, char *argv[])
 
 	ctx = ctx_create(dev);
 	if (!ctx)
-		return 1;
+		goto out_devs;
 
 	st.posted_recvs = post_recvs(ctx, ctx->rx_depth);
 	if (st.posted_recvs < ctx->rx_depth) {
 		fprintf(stderr, "Couldn't post receive (%d)\n", st.posted_recvs);
-		return 1;
+		goto fail;
 	}
 	if (opt.use_event && ibv_req_notify_cq(ctx->cq, 0)) {
 		fprintf(stderr, "Couldn't request CQ notification\n");
-		return 1;
+		goto fail;
 	}
 	if (pp_get_port_info(ctx->verbs, &opt, &ctx->port_attr))
-		return 1;
+		goto fail;
 
 	memset(&local, 0, sizeof(local));
 	local.lid = ctx->port_attr.lid;
 	if (!local.lid && ctx->port_attr.link_layer != IBV_LINK_LAYER_ETHERNET) {
 		fprintf(stderr, "Couldn't get local LID\n");
-		return 1;
+		goto fail;
 	}
 	if (opt.gidx >= 0 &&
 	    ibv_query_gid(ctx->verbs, (uint8_t)opt.ib_port, opt.gidx,
 			  &local.gid)) {
 		fprintf(stderr, "can't read sgid of index %d\n", opt.gidx);
-		return 1;
+		goto fail;
 	}
 	local.qpn = ctx->qp->qp_num;
 	local.psn = (unsigned int)(lrand48() & 0xffffff);
@@ -642,12 +643,12 @@ int main(int argc, char *argv[])
 		rc = pp_exchange_server(&opt, &local, &remote, server_ready,
 					ctx);
 	if (rc)
-		return 1;
+		goto fail;
 	pp_print_addr("remote address:", &remote);
 
 	/* the server went to RTS during the exchange, the client does now */
 	if (opt.servername && qp_to_rtr_rts(ctx, &local, &remote))
-		return 1;
+		goto fail;
 
 	ctx->pending = WRID_RECV;
 	if (opt.servername) {
@@ -657,27 +658,29 @@ int main(int argc, char *argv[])
 		if (rc_opt.dm &&
 		    ibv_memcpy_to_dm(ctx->dm, 0, ctx->buf, opt.size)) {
 			fprintf(stderr, "Copy to dm buffer failed\n");
-			return 1;
+			goto fail;
 		}
 		if (post_one_send(ctx)) {
 			fprintf(stderr, "Couldn't post send\n");
-			return 1;
+			goto fail;
 		}
 		ctx->pending |= WRID_SEND;
 	}
 
 	if (gettimeofday(&t0, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 	while (st.rcvd < opt.iters || st.sent < opt.iters) {
 		rc = poll_step(ctx, &st, &cq_events);
-		if (rc)
-			return rc;
+		if (rc) {
+			ret = rc;
+			goto fail;
+		}
 	}
 	if (gettimeofday(&t1, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 
 	pp_print_rate(&t0, &t1, &opt);
@@ -693,14 +696,22 @@ int main(int argc, char *argv[])
 		if (rc_opt.dm && ibv_memcpy_from_dm(ctx->buf, ctx->dm, 0,
 						 opt.size)) {
 			fprintf(stderr, "Copy from DM buffer failed\n");
-			return 1;
+			goto fail;
 		}
 		pp_check_buffer(ctx->buf, ctx->size, page_sz, (char)BUF_FILL);
 	}
 
 	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
-	if (ctx_destroy(ctx))
-		return 1;
+	ret = ctx_destroy(ctx);
 	ibv_free_device_list(devs);
-	return 0;
+	return ret;
+
+fail:
+	/* Error exits free everything too: the tests provoke them, under
+	 * LeakSanitizer. */
+	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
+	ctx_release(ctx);
+out_devs:
+	ibv_free_device_list(devs);
+	return ret;
 }

@@ -412,6 +412,7 @@ int main(int argc, char *argv[])
 	struct timeval t0, t1;
 	unsigned int rcnt = 0, scnt = 0;
 	int routs, num_wc, cq_events = 0;
+	int ret = 1;
 
 	srand48((long)getpid() * (long)time(NULL));
 	pp_opts_init(&opt);
@@ -435,23 +436,25 @@ int main(int argc, char *argv[])
 	page_sz = sysconf(_SC_PAGESIZE);
 
 	devs = pp_get_device(&opt, &dev);
-	if (!devs)
+	if (!devs) {
+		free(wc);
 		return 1;
+	}
 	ctx = ctx_create(dev);
 	if (!ctx)
-		return 1;
+		goto out_devs;
 
 	routs = post_srq_recvs(ctx, ctx->rx_depth);
 	if (routs < ctx->rx_depth) {
 		fprintf(stderr, "Couldn't post receive (%d)\n", routs);
-		return 1;
+		goto fail;
 	}
 	if (opt.use_event && ibv_req_notify_cq(ctx->cq, 0)) {
 		fprintf(stderr, "Couldn't request CQ notification\n");
-		return 1;
+		goto fail;
 	}
 	if (pp_get_port_info(ctx->verbs, &opt, &ctx->port_attr))
-		return 1;
+		goto fail;
 	for (int i = 0; i < ctx->num_qp; i++) {
 		local[i].qpn = ctx->qp[i]->qp_num;
 		local[i].psn = (unsigned int)(lrand48() & 0xffffff);
@@ -459,25 +462,25 @@ int main(int argc, char *argv[])
 		if (ctx->port_attr.link_layer != IBV_LINK_LAYER_ETHERNET &&
 		    !local[i].lid) {
 			fprintf(stderr, "Couldn't get local LID\n");
-			return 1;
+			goto fail;
 		}
 		if (opt.gidx >= 0 &&
 		    ibv_query_gid(ctx->verbs, (uint8_t)opt.ib_port, opt.gidx,
 				  &local[i].gid)) {
 			fprintf(stderr, "Could not get local gid for gid index %d\n",
 				opt.gidx);
-			return 1;
+			goto fail;
 		}
 		pp_print_addr("local address: ", &local[i]);
 	}
 
 	if (opt.servername ? exchange_client(local, remote)
 			   : exchange_server(ctx, local, remote))
-		return 1;
+		goto fail;
 	for (int i = 0; i < ctx->num_qp; i++)
 		pp_print_addr("remote address:", &remote[i]);
 	if (opt.servername && connect_ctx(ctx, local, remote))
-		return 1;
+		goto fail;
 
 	if (opt.servername) {
 		if (opt.check)	/* 0 at the start of each page (all zeros) */
@@ -485,7 +488,7 @@ int main(int argc, char *argv[])
 		for (int i = 0; i < ctx->num_qp; i++) {
 			if (post_send(ctx, i)) {
 				fprintf(stderr, "Couldn't post send\n");
-				return 1;
+				goto fail;
 			}
 			ctx->pending[i] = WRID_SEND | WRID_RECV;
 		}
@@ -496,28 +499,28 @@ int main(int argc, char *argv[])
 
 	if (gettimeofday(&t0, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 	while (rcnt < opt.iters || scnt < opt.iters) {
 		int ne;
 
 		if (opt.use_event &&
 		    pp_get_cq_event(ctx->channel, ctx->cq, &cq_events))
-			return 1;
+			goto fail;
 		ne = pp_poll_cq(ctx->cq, num_wc, wc, opt.use_event);
 		if (ne < 0)
-			return 1;
+			goto fail;
 
 		for (int i = 0; i < ne; i++) {
 			int q;
 
 			if (pp_check_wc(wc[i].status, wc[i].wr_id))
-				return 1;
+				goto fail;
 			q = find_qp(ctx, wc[i].qp_num);
 			if (q < 0) {
 				fprintf(stderr, "Couldn't find QPN %06x\n",
 					wc[i].qp_num);
-				return 1;
+				goto fail;
 			}
 			switch ((int)wc[i].wr_id) {
 			case WRID_SEND:
@@ -531,7 +534,7 @@ int main(int argc, char *argv[])
 						fprintf(stderr,
 							"Couldn't post receive (%d)\n",
 							routs);
-						return 1;
+						goto fail;
 					}
 				}
 				rcnt++;
@@ -539,13 +542,13 @@ int main(int argc, char *argv[])
 			default:
 				fprintf(stderr, "Completion for unknown wr_id %d\n",
 					(int)wc[i].wr_id);
-				return 1;
+				goto fail;
 			}
 			ctx->pending[q] &= ~(int)wc[i].wr_id;
 			if (scnt < opt.iters && !ctx->pending[q]) {
 				if (post_send(ctx, q)) {
 					fprintf(stderr, "Couldn't post send\n");
-					return 1;
+					goto fail;
 				}
 				ctx->pending[q] = WRID_RECV | WRID_SEND;
 			}
@@ -553,7 +556,7 @@ int main(int argc, char *argv[])
 	}
 	if (gettimeofday(&t1, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 	pp_print_rate(&t0, &t1, &opt);
 	/* -c: the server checks what it received last */
@@ -561,9 +564,18 @@ int main(int argc, char *argv[])
 		pp_check_buffer(ctx->buf, ctx->size, page_sz, 0);
 
 	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
-	if (ctx_destroy(ctx))
-		return 1;
+	ret = ctx_destroy(ctx);
 	ibv_free_device_list(devs);
 	free(wc);
-	return 0;
+	return ret;
+
+fail:
+	/* Error exits free everything too: the tests provoke them, under
+	 * LeakSanitizer. */
+	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
+	ctx_release(ctx);
+out_devs:
+	ibv_free_device_list(devs);
+	free(wc);
+	return ret;
 }

@@ -312,6 +312,7 @@ int main(int argc, char *argv[])
 	struct timeval t0, t1;
 	unsigned int rcnt = 0, scnt = 0;
 	int routs, cq_events = 0;
+	int ret = 1;
 	char gid[INET6_ADDRSTRLEN];
 
 	srand48((long)getpid() * (long)time(NULL));
@@ -326,19 +327,19 @@ int main(int argc, char *argv[])
 		return 1;
 	ctx = ctx_create(dev);
 	if (!ctx)
-		return 1;
+		goto out_devs;
 
 	routs = post_recvs(ctx, ctx->rx_depth);
 	if (routs < ctx->rx_depth) {
 		fprintf(stderr, "Couldn't post receive (%d)\n", routs);
-		return 1;
+		goto fail;
 	}
 	if (opt.use_event && ibv_req_notify_cq(ctx->cq, 0)) {
 		fprintf(stderr, "Couldn't request CQ notification\n");
-		return 1;
+		goto fail;
 	}
 	if (pp_get_port_info(ctx->verbs, &opt, &ctx->port_attr))
-		return 1;
+		goto fail;
 
 	memset(&local, 0, sizeof(local));
 	local.lid = ctx->port_attr.lid;
@@ -349,7 +350,7 @@ int main(int argc, char *argv[])
 			  &local.gid)) {
 		fprintf(stderr, "Could not get local gid for gid index %d\n",
 			opt.gidx);
-		return 1;
+		goto fail;
 	}
 	/* (sic: the original's local line has a colon before GID) */
 	printf("  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x: GID %s\n",
@@ -359,10 +360,10 @@ int main(int argc, char *argv[])
 	if (opt.servername ? pp_exchange_client(&opt, &local, &remote)
 			   : pp_exchange_server(&opt, &local, &remote,
 						server_ready, ctx))
-		return 1;
+		goto fail;
 	pp_print_addr("remote address:", &remote);
 	if (opt.servername && connect_ctx(ctx, &local, &remote))
-		return 1;
+		goto fail;
 
 	/* the client sends first; each side answers what it receives */
 	ctx->pending = WRID_RECV;
@@ -371,14 +372,14 @@ int main(int argc, char *argv[])
 			pp_mark_buffer(ctx->buf + GRH_LEN, ctx->size, page_sz);
 		if (post_send(ctx, remote.qpn)) {
 			fprintf(stderr, "Couldn't post send\n");
-			return 1;
+			goto fail;
 		}
 		ctx->pending |= WRID_SEND;
 	}
 
 	if (gettimeofday(&t0, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 	while (rcnt < opt.iters || scnt < opt.iters) {
 		struct ibv_wc wc[2];
@@ -386,14 +387,14 @@ int main(int argc, char *argv[])
 
 		if (opt.use_event &&
 		    pp_get_cq_event(ctx->channel, ctx->cq, &cq_events))
-			return 1;
+			goto fail;
 		ne = pp_poll_cq(ctx->cq, 2, wc, opt.use_event);
 		if (ne < 0)
-			return 1;
+			goto fail;
 
 		for (int i = 0; i < ne; i++) {
 			if (pp_check_wc(wc[i].status, wc[i].wr_id))
-				return 1;
+				goto fail;
 			switch ((int)wc[i].wr_id) {
 			case WRID_SEND:
 				scnt++;
@@ -405,7 +406,7 @@ int main(int argc, char *argv[])
 						fprintf(stderr,
 							"Couldn't post receive (%d)\n",
 							routs);
-						return 1;
+						goto fail;
 					}
 				}
 				rcnt++;
@@ -413,13 +414,13 @@ int main(int argc, char *argv[])
 			default:
 				fprintf(stderr, "Completion for unknown wr_id %d\n",
 					(int)wc[i].wr_id);
-				return 1;
+				goto fail;
 			}
 			ctx->pending &= ~(int)wc[i].wr_id;
 			if (scnt < opt.iters && !ctx->pending) {
 				if (post_send(ctx, remote.qpn)) {
 					fprintf(stderr, "Couldn't post send\n");
-					return 1;
+					goto fail;
 				}
 				ctx->pending = WRID_RECV | WRID_SEND;
 			}
@@ -427,7 +428,7 @@ int main(int argc, char *argv[])
 	}
 	if (gettimeofday(&t1, NULL)) {
 		perror("gettimeofday");
-		return 1;
+		goto fail;
 	}
 	pp_print_rate(&t0, &t1, &opt);
 	/* -c: the server checks the last datagram it received */
@@ -436,8 +437,16 @@ int main(int argc, char *argv[])
 				(char)BUF_FILL);
 
 	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
-	if (ctx_destroy(ctx))
-		return 1;
+	ret = ctx_destroy(ctx);
 	ibv_free_device_list(devs);
-	return 0;
+	return ret;
+
+fail:
+	/* Error exits free everything too: the tests provoke them, under
+	 * LeakSanitizer. */
+	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
+	ctx_release(ctx);
+out_devs:
+	ibv_free_device_list(devs);
+	return ret;
 }

@@ -141,6 +141,13 @@ struct droce_mr {
 	uint32_t mw_qpn;		/* type 2: the QP it is bound to */
 	struct droce_mr *parent;	/* MW: the region it is bound to */
 	uint32_t nb_bound;		/* MR: windows bound to it */
+	/* New (device-unique) whenever what the key names changes:
+	 * registration, ibv_rereg_mr, window bind. Engine state that keeps a
+	 * pointer through a key across packets (a WRITE under way, queued
+	 * READ responses) keeps (key, epoch) too and checks droce_key_live()
+	 * before each use: a deregistered, invalidated or changed key fails
+	 * it, and the pointer is never used again. */
+	uint64_t epoch;
 };
 
 struct droce_cq {
@@ -248,7 +255,9 @@ struct droce_read_job {
 	bool atomic;
 	bool replay;			/* answers a duplicate request */
 	uint64_t orig;			/* atomic: value before the operation */
-	uint8_t *host;			/* validated source */
+	uint8_t *host;			/* validated source ... */
+	uint32_t key;			/* ... through this rkey ... */
+	uint64_t epoch;			/* ... while it names the same thing */
 	uint32_t len;
 	uint32_t sent;
 	uint32_t psn;			/* next response PSN */
@@ -305,7 +314,12 @@ struct droce_qp {
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
-	bool tmpl_ready;		/* destination MAC resolved */
+	bool tmpl_ready;		/* destination MAC resolved ... */
+	uint32_t neigh_gen;		/* ... and still current while
+					 * *neigh_genp == neigh_gen (the
+					 * neighbour entry's generation; or
+					 * &neigh_gen itself: never changes) */
+	const uint32_t *neigh_genp;
 
 	/* send queue: application side */
 	uint8_t *sq_buf;
@@ -370,7 +384,9 @@ struct droce_qp {
 	bool resp_in_send;		/* inside a multi-packet SEND */
 	bool resp_in_write;		/* inside a multi-packet WRITE */
 	uint32_t resp_recv_off;		/* SEND: bytes placed so far */
-	uint8_t *resp_write_ptr;	/* WRITE: next byte to write */
+	uint8_t *resp_write_ptr;	/* WRITE: next byte to write, valid */
+	uint32_t resp_write_key;	/* while this rkey is live at */
+	uint64_t resp_write_epoch;	/* this epoch (droce_key_live) */
 	uint32_t resp_write_left;
 	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
 	bool resp_recv_err;		/* current receive WQE failed (LEN_ERR) */
@@ -408,6 +424,8 @@ struct droce_neigh {
 	struct rte_ether_addr mac;
 	bool resolved;
 	uint8_t tries;
+	uint32_t gen;			/* bumped when the MAC changes: QP
+					 * templates re-resolve lazily */
 	uint64_t next_tsc;
 	uint64_t deadline_tsc;
 };
@@ -450,9 +468,12 @@ struct droce_dev {
 	uint32_t mr_next;
 	uint32_t nb_qp, nb_cq, nb_pd, nb_mr;
 	uint8_t mr_key_gen;
+	uint64_t key_epoch;		/* last droce_mr.epoch handed out (atomic) */
 
 	/* engine-owned */
 	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	const uint8_t *rx_req_mac;	/* source MAC of the request being
+					 * answered (eth_rx_one), else NULL */
 	struct rte_mbuf **loopq;	/* frames to our own address */
 	uint32_t loopq_len;
 	struct rte_mbuf **txq;		/* packets waiting for tx_burst */
@@ -554,14 +575,35 @@ droce_mr_translate(const struct droce_dev *dev, const struct droce_pd *pd,
 	return mr->host + (iova - mr->iova);
 }
 
+/* A fresh epoch for a key whose meaning changes (any thread). */
+static inline uint64_t droce_key_epoch_next(struct droce_dev *dev)
+{
+	return __atomic_add_fetch(&dev->key_epoch, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Is a pointer obtained through key at epoch still good? False once the
+ * region is deregistered (the table slot is cleared before the engine is
+ * synchronised, so a freed object is never reached), the window
+ * invalidated, unbound or bound again, or the region re-registered.
+ */
+static inline bool droce_key_live(const struct droce_dev *dev, uint32_t key,
+				  uint64_t epoch)
+{
+	const struct droce_mr *mr = droce_mr_lookup(dev, key);
+
+	return mr != NULL && mr->epoch == epoch;
+}
+
 /*
  * Translate an rkey from the wire for `qp`: a region in the QP's PD, or a
  * bound window in it (type 2: bound to this very QP), bounds and rights.
+ * *epoch: the key's epoch, for droce_key_live() later.
  */
 static inline uint8_t *
 droce_rkey_translate(const struct droce_dev *dev, const struct droce_pd *pd,
 		     uint32_t qpn, uint32_t key, uint64_t iova, uint64_t len,
-		     uint32_t need)
+		     uint32_t need, uint64_t *epoch)
 {
 	struct droce_mr *mr = droce_mr_lookup(dev, key);
 
@@ -574,6 +616,7 @@ droce_rkey_translate(const struct droce_dev *dev, const struct droce_pd *pd,
 	if (unlikely(iova < mr->iova || len > mr->len ||
 		     iova - mr->iova > mr->len - len))
 		return NULL;
+	*epoch = mr->epoch;
 	return mr->host + (iova - mr->iova);
 }
 

@@ -98,6 +98,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		return NULL;
 	}
 	mr->key = idx << 8 | dev->mr_key_gen;
+	mr->epoch = droce_key_epoch_next(dev);
 	mr->valid = true;
 	mr->ibv.context = ibpd->context;
 	mr->ibv.pd = ibpd;
@@ -155,7 +156,10 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	__atomic_store_n(&dev->mr_tbl[mr->key >> 8], NULL, __ATOMIC_RELEASE);
 	dev->nb_mr--;
 	pthread_mutex_unlock(&dev->lock);
-	/* After this the engine holds no pointer into the region. */
+	/* After this the engine holds no pointer into the region: what it
+	 * kept across packets (a WRITE under way, READ responses owed) is
+	 * checked with droce_key_live() before each use, and the key is
+	 * gone from the table. */
 	droce_drv->exec(dev, sync_noop, NULL);
 	__atomic_fetch_sub(&mr->pd->refcnt, 1, __ATOMIC_RELAXED);
 	free(mr);
@@ -163,6 +167,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 }
 
 struct rereg_job {
+	struct droce_dev *dev;
 	struct droce_mr *mr;
 	struct droce_pd *pd;
 	uint8_t *host;
@@ -179,6 +184,9 @@ static void rereg_apply(void *arg)
 	j->mr->iova = j->iova;
 	j->mr->len = j->len;
 	j->mr->access = j->access;
+	/* A WRITE under way or READ responses owed through the old
+	 * translation fail (droce_key_live). */
+	j->mr->epoch = droce_key_epoch_next(j->dev);
 }
 
 /* ibv_rereg_mr(3): the keys stay; what changes does so atomically with
@@ -194,6 +202,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	    (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED))
 		return IBV_REREG_MR_ERR_INPUT;
 	mr = container_of(ibmr, struct droce_mr, ibv);
+	j.dev = droce_dev_of_ctx(ibmr->context);
 	j.mr = mr;
 	j.pd = mr->pd;
 	j.host = mr->host;

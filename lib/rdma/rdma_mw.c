@@ -39,6 +39,7 @@ struct ibv_mw *droce_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 		return NULL;
 	}
 	mw->key = idx << 8 | dev->mr_key_gen;
+	mw->epoch = droce_key_epoch_next(dev);
 	mw->ibv_mw.context = ibpd->context;
 	mw->ibv_mw.pd = ibpd;
 	mw->ibv_mw.rkey = mw->key;

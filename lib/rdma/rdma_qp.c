@@ -230,6 +230,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->neigh_genp = &qp->neigh_gen;	/* no neighbour yet */
 	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
 	sge = RTE_MAX(a->cap.max_send_sge, 1u);
 	inl = a->cap.max_inline_data;
@@ -424,6 +425,7 @@ static void build_template(struct droce_qp *qp)
 	t->pkey = ROCE_DEFAULT_PKEY;
 	t->dest_qp = qp->dest_qpn;
 	qp->tmpl_ready = false;	/* until the engine resolves the MAC */
+	qp->neigh_genp = &qp->neigh_gen;
 }
 
 /* Runs on the owning engine. */

@@ -279,17 +279,15 @@ void dt_fill_random(void *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* Environment                                                          */
 
-void dt_init(struct dt_env *env, const char *prog,
-	     const char *devargs_a, const char *devargs_b)
+void dt_eal_init(const char *prog)
 {
 	const char *nh = getenv("DROCE_NO_HUGE");
 	const char *extra = getenv("DROCE_EAL_EXTRA_ARGS");
 	bool no_huge = nh != NULL && strcmp(nh, "1") == 0;
 	char *argv[32];
 	char prefix[64];
-	int argc = 0, ret, n = -1, i;
+	int argc = 0, ret;
 
-	memset(env, 0, sizeof(*env));
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (prog != NULL) {
 		const char *b = strrchr(prog, '/');
@@ -354,7 +352,22 @@ void dt_init(struct dt_env *env, const char *prog,
 		dt_skip("rte_eal_init failed: %s%s", rte_strerror(rte_errno),
 			no_huge ? "" :
 			" (no hugepages? run with DROCE_NO_HUGE=1)");
+}
 
+static void (*fini_hook)(void);
+
+void dt_set_fini_hook(void (*fn)(void))
+{
+	fini_hook = fn;
+}
+
+void dt_init(struct dt_env *env, const char *prog,
+	     const char *devargs_a, const char *devargs_b)
+{
+	int ret, n = -1, i;
+
+	memset(env, 0, sizeof(*env));
+	dt_eal_init(prog);
 	ret = droce_create_ring_pair(devargs_a, devargs_b);
 	if (ret != 0) {
 		dt_report(__FILE__, __LINE__,
@@ -418,6 +431,8 @@ void dt_fini(struct dt_env *env)
 	ret = droce_cleanup();
 	if (ret != 0)
 		DT_FAIL_(1, "droce_cleanup() = %d (%s)", ret, dt_errstr(ret));
+	if (fini_hook != NULL)
+		fini_hook();
 	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
 	ret = rte_eal_cleanup();
 	if (ret != 0)

@@ -191,6 +191,11 @@ struct dt_env {
  */
 void dt_init(struct dt_env *env, const char *prog,
 	     const char *devargs_a, const char *devargs_b);
+/* Only the EAL part of dt_init (for tests that build their own ports). */
+void dt_eal_init(const char *prog);
+/* dt_fini calls fn after droce_cleanup(), before rte_eal_cleanup() (to
+ * free what the test created on the EAL: rings, pools). */
+void dt_set_fini_hook(void (*fn)(void));
 /* Dealloc the PDs, close the devices, free the list, droce_cleanup(),
  * rte_eal_cleanup(). Checks every return value. */
 void dt_fini(struct dt_env *env);

@@ -275,8 +275,6 @@ void fz_post_recvs(void)
 			break;
 }
 
-static void free_kept(void);
-
 void fz_reset(void)
 {
 	fz_settle();
@@ -287,7 +285,6 @@ void fz_reset(void)
 		to_state(q->peer, IBV_QPS_RESET);
 		memset(q->sq_fz, 0, (size_t)q->dq->sq_stride * q->dq->sq_cnt);
 	}
-	free_kept();	/* no QP holds a pointer into them any more */
 	fz_drain_cqs();
 	/* Fresh content everywhere a write is allowed: every input starts
 	 * from the same bytes. */
@@ -404,7 +401,6 @@ static void fz_env_fini(void)
 		if (ibv_destroy_qp(q->qp) || ibv_destroy_qp(q->peer))
 			FZ_DIE("ibv_destroy_qp failed");
 	}
-	free_kept();
 	if (ibv_destroy_srq(fz.srq))
 		FZ_DIE("ibv_destroy_srq failed");
 	for (int i = 0; i < FZ_NMR; i++) {
@@ -436,26 +432,12 @@ static void fz_env_fini(void)
 
 static void make_mr(int id);
 
-/* The application deregistered MR id: free its memory (ASan reports any
- * later access) and register a new buffer in its place. */
-/* Open finding 2 (doc/security.md): after ibv_dereg_mr() the engine may
- * still write or read the old buffer until the QPs are reset. With
- * FZ_AVOID_OPEN_BUGS the buffers are kept until then (fz_reset()). */
-static uint8_t *kept[256];
-static unsigned int nkept;
-
-static void free_kept(void)
-{
-	while (nkept)
-		free(kept[--nkept]);
-}
-
+/* The application deregistered MR id: free its memory at once (ASan
+ * reports any later access: a WRITE under way or READ responses owed must
+ * not touch it) and register a new buffer in its place. */
 void fz_mr_renew(int id)
 {
-	if (fz.avoid_open_bugs && nkept < RTE_DIM(kept))
-		kept[nkept++] = fz.mr[id].alloc;
-	else
-		free(fz.mr[id].alloc);
+	free(fz.mr[id].alloc);
 	fz.mr[id].alloc = NULL;
 	make_mr(id);
 }

@@ -45,14 +45,6 @@ NAK_SEQ, NAK_INV_REQ, NAK_REM_ACCESS, NAK_REM_OP = 0x60, 0x61, 0x62, 0x63
 
 # Reported engine bugs: case name -> what is wrong (see doc/security.md).
 KNOWN_BUGS = {
-    'replies_to_peer_mac':
-        'eth_send_ack() builds NAKs from the QP template before the peer MAC '
-        'is resolved (tmpl_ready false): fatal and RNR NAKs of a fresh QP go '
-        'to 00:00:00:00:00:00',
-    'write_across_dereg':
-        'ibv_dereg_mr() leaves resp_write_ptr (and queued READ jobs) '
-        'pointing into the region: the rest of a WRITE lands after '
-        'deregistration (regress_rx/open-write-continues-into-deregistered-mr)',
 }
 
 
@@ -525,8 +517,8 @@ class T:
         self.after(st)
 
     # -- a WRITE that runs across ibv_dereg_mr(): after deregistration the
-    #    R_Key is void (IBTA 10.6.7.1), the rest of the message must not
-    #    land in memory the application has taken back
+    #    R_Key is void, the rest of the message must not land in memory the
+    #    application has taken back: NAK remote access at the next packet
     def case_write_across_dereg(self):
         m = self.mr['rw']
         first = self.f('A', WRITE_FIRST, RETH(va=m['addr'], rkey=m['rkey'], dlen=3000),
@@ -537,12 +529,16 @@ class T:
         self.w.send(self.f('A', WRITE_MIDDLE, psn=self.epsn['A'] + 1,
                            payload=b'2' * 1024, ackreq=False),
                     self.f('A', WRITE_LAST, psn=self.epsn['A'] + 2, payload=b'3' * 952))
-        self.w.collect(0.3)
+        rep = self.w.collect(0.3)
         d, st = self.delta()
         r = self.node.cmd('rereg rw')
         self.mr['rw']['rkey'] = r['rkey']
-        self.reset('A')
         self.check(st['canaries'] == 'ok', 'after ibv_dereg_mr: ' + st['canaries'])
+        self.expect_nak(rep, 'A', NAK_REM_ACCESS, self.epsn['A'] + 1)
+        self.expect_counts(d, tx_nak_rem_access=1)
+        self.check(self.state(st, 'A') == 'ERR', 'QP A is %s, expected ERR' %
+                   self.state(st, 'A'))
+        self.reset('A')
 
     # -- unknown and destroyed QPs
     def case_destroyed_qp(self):

@@ -1672,6 +1672,266 @@ static void t_flush_inflight(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Hostile arguments: boundary values, wrapping ranges, zero sizes      */
+
+static void expect_reg_iova_fails_at(int line, void *addr, size_t len,
+				     uint64_t iova, int exp_errno)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr_iova(A->pd, addr, len, iova, IBV_ACCESS_LOCAL_WRITE);
+	if (mr != NULL) {
+		dt_report(__FILE__, line, "ibv_reg_mr_iova(%p, %zu, 0x%" PRIx64
+			  ") succeeded, expected %s", addr, len, iova,
+			  dt_errstr(exp_errno));
+		ibv_dereg_mr(mr);
+	} else if (errno != exp_errno) {
+		dt_report(__FILE__, line, "ibv_reg_mr_iova(%p, %zu, 0x%" PRIx64
+			  "): errno %d (%s), expected %s", addr, len, iova,
+			  errno, dt_errstr(errno), dt_errstr(exp_errno));
+	}
+}
+
+static void t_hostile_args(void)
+{
+	uint8_t *buf = dt_alloc(BSZ);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge s;
+	struct ibv_mr *mr;
+	struct dt_wc_exp e;
+	struct conn c;
+	int r;
+
+	t_begin("hostile arguments: wrapping ranges, zero sizes, NULLs");
+	/* ibv_reg_mr(3) RETURN VALUE: EINVAL "Invalid access value" or
+	 * argument; a range that wraps the address space names no memory
+	 * (k: ib_umem_get "(addr + size) < addr" -> -EINVAL; ib_check_mr
+	 * iova + length overflow -> -EINVAL) */
+	expect_reg_iova_fails_at(__LINE__, (void *)(UINTPTR_MAX - 4095), 8192,
+				 0x1000, EINVAL);
+	expect_reg_iova_fails_at(__LINE__, buf, 8192, UINT64_MAX - 4095, EINVAL);
+	expect_reg_iova_fails_at(__LINE__, buf, SIZE_MAX, 0, EINVAL);
+	/* NULL with a length: nothing there to register */
+	expect_reg_iova_fails_at(__LINE__, NULL, 4096, 0x1000, EINVAL);
+	/* length 0: droce registers an empty region (the kernel path is
+	 * provider-specific); its keys then cover zero bytes only */
+	errno = 0;
+	mr = dt_reg_mr(A->pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	if (mr == NULL) {
+		EXPECT_EQ(errno, EINVAL);
+	} else {
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 0x501;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		s = sge_of(buf, 1, mr->lkey);
+		req_error_case("SEND 1 byte through a 0-length MR", &wr,
+			       IBV_WC_LOC_PROT_ERR, 1);
+		EXPECT_OK(ibv_dereg_mr(mr));
+	}
+
+	/* SGEs and remote ranges whose end wraps past 2^64: checked without
+	 * overflow, reported as completions (IBA 10.7.3.1), never executed */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x502;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	s.addr = UINT64_MAX - 15;
+	s.length = 64;
+	s.lkey = mrA->lkey;
+	req_error_case("SEND sge addr + length wraps", &wr,
+		       IBV_WC_LOC_PROT_ERR, 1);
+	s = sge_of(bufA, 64, mrA->lkey);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = UINT64_MAX - 15;
+	wr.wr.rdma.rkey = mrB->rkey;
+	req_error_case("RDMA_WRITE remote_addr + length wraps", &wr,
+		       IBV_WC_REM_ACCESS_ERR, 0);
+	wr.opcode = IBV_WR_RDMA_READ;
+	req_error_case("RDMA_READ remote_addr + length wraps", &wr,
+		       IBV_WC_REM_ACCESS_ERR, 0);
+
+	/* a receive SGE that wraps: the SEND that lands there fails the
+	 * receive (LOC_PROT_ERR) and the sender sees REM_OP_ERR (IBA
+	 * 9.7.5.2.4 remote operational error) */
+	conn_open(&c, NULL, NULL, true);
+	s.addr = UINT64_MAX - 15;
+	s.length = 64;
+	s.lkey = mrB->lkey;
+	EXPECT_OK(post_recv1(c.qb, 0x503, &s, 1));
+	s = sge_of(bufA, 32, mrA->lkey);
+	EXPECT_OK(post_send1(c.qa, 0x504, IBV_WR_SEND, &s, 1,
+			     IBV_SEND_SIGNALED, 0, 0, &bad));
+	e = dt_exp_err(0x503, IBV_WC_LOC_PROT_ERR, c.qb->qp_num);
+	EXPECT_ONE(&c.rb, &e, "receive into a wrapping SGE");
+	e = dt_exp_err(0x504, IBV_WC_REM_OP_ERR, c.qa->qp_num);
+	EXPECT_ONE(&c.sa, &e, "SEND into a wrapping receive SGE");
+	conn_close(&c);
+
+	/* negative num_sge: an invalid WR, EINVAL with bad_wr (as
+	 * num_sge > max_sge, rxe.c validate_send_wr) */
+	conn_open(&c, NULL, NULL, true);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x505;
+	wr.sg_list = &s;
+	wr.num_sge = -1;
+	wr.opcode = IBV_WR_SEND;
+	bad = NULL;
+	EXPECT_RET(ibv_post_send(c.qa, &wr, &bad), EINVAL);
+	EXPECT(bad == &wr);
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 0x506;
+	rwr.sg_list = &s;
+	rwr.num_sge = -1;
+	rbad = NULL;
+	EXPECT_RET(ibv_post_recv(c.qb, &rwr, &rbad), EINVAL);
+	EXPECT(rbad == &rwr);
+
+	/* NULL where verbs allows it: no SGE list with num_sge 0 is a
+	 * zero-length message (ibv_post_send(3)); ibv_poll_cq with ne 0
+	 * looks at nothing */
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 0x507;
+	EXPECT_OK(ibv_post_recv(c.qb, &rwr, &rbad));
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x508;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	EXPECT_OK(ibv_post_send(c.qa, &wr, &bad));
+	e = dt_exp_send(0x508, IBV_WR_SEND, 0, c.qa->qp_num);
+	EXPECT_ONE(&c.sa, &e, "zero-length SEND without an SGE list");
+	e = dt_exp_recv(0x507, IBV_WR_SEND, 0, c.qb->qp_num, c.qa->qp_num, 0);
+	EXPECT_ONE(&c.rb, &e, "zero-length receive without an SGE list");
+	EXPECT_EQ(ibv_poll_cq(c.sa.cq, 0, NULL), 0);
+	conn_close(&c);
+
+	/* a list longer than the send queue: the WRs that fit are posted,
+	 * bad_wr is the first that did not (ENOMEM, as t_queue_full) */
+	{
+		struct dt_conn_cfg cc;
+		struct ibv_send_wr *chain;
+		struct ibv_wc *wc;
+		uint32_t i, n;
+
+		dt_conn_cfg_default(&cc);
+		cc.rnr_retry = 7;	/* no receive: nothing completes */
+		conn_open(&c, NULL, &cc, true);
+		n = c.capa.max_send_wr;
+		chain = calloc(n + 2, sizeof(*chain));
+		wc = calloc(n + 2, sizeof(*wc));
+		CHECK(chain && wc);
+		s = sge_of(bufA, 8, mrA->lkey);
+		for (i = 0; i < n + 2; i++) {
+			chain[i].wr_id = 0x600 + i;
+			chain[i].sg_list = &s;
+			chain[i].num_sge = 1;
+			chain[i].opcode = IBV_WR_SEND;
+			chain[i].send_flags = IBV_SEND_SIGNALED;
+			chain[i].next = i + 1 < n + 2 ? &chain[i + 1] : NULL;
+		}
+		bad = NULL;
+		EXPECT_RET(ibv_post_send(c.qa, chain, &bad), ENOMEM);
+		EXPECT(bad == &chain[n]);
+		EXPECT_OK(dt_qp_to_state(c.qa, IBV_QPS_ERR));
+		EXPECT_EQ(dt_wait_wc(&c.sa, wc, (int)n, DT_WAIT_S, "flush"),
+			  (int)n);
+		for (i = 0; i < n; i++)
+			EXPECT_EQ(wc[i].wr_id, 0x600 + i);
+		EXPECT_EQ(dt_cq_drain_unexpected(&c.sa, "past the queue"), 0);
+		free(chain);
+		free(wc);
+		conn_close(&c);
+	}
+
+	/* zero-depth queues: a QP with every cap 0 is legal; posting past
+	 * what it reports finds a full queue */
+	{
+		struct dt_cq cq;
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp *qp;
+
+		dt_cq_create(A, 16, false, &cq);
+		memset(&ia, 0, sizeof(ia));
+		ia.send_cq = cq.cq;
+		ia.recv_cq = cq.cq;
+		ia.qp_type = IBV_QPT_RC;
+		qp = ibv_create_qp(A->pd, &ia);
+		if (qp == NULL) {
+			DT_FAIL_(0, "ibv_create_qp(all caps 0): errno %d (%s)",
+				 errno, dt_errstr(errno));
+		} else {
+			struct dt_conn_cfg cc;
+
+			dt_conn_cfg_default(&cc);
+			EXPECT_OK(dt_qp_to_init(qp, &cc));	/* RESET refuses */
+			memset(&rwr, 0, sizeof(rwr));
+			/* the actual depth (ibv_create_qp(3) updates cap; a
+			 * provider may round 0 up), then one too many */
+			for (uint32_t i = 0; i < ia.cap.max_recv_wr; i++)
+				EXPECT_OK(ibv_post_recv(qp, &rwr, &rbad));
+			rbad = NULL;
+			r = ibv_post_recv(qp, &rwr, &rbad);
+			EXPECT_EQ(r, ENOMEM);
+			EXPECT(rbad == &rwr);
+			EXPECT_OK(ibv_destroy_qp(qp));
+		}
+		dt_cq_destroy(&cq);
+	}
+
+	/* objects still in use (ibv_create_srq(3), ibv_create_comp_channel(3)
+	 * NOTES: destroy "fails if any ... is still associated"; EBUSY as
+	 * the kernel's usecnt checks) */
+	{
+		struct ibv_srq_init_attr sa;
+		struct ibv_comp_channel *ch;
+		struct ibv_srq *srq;
+		struct ibv_cq *ccq;
+		struct dt_cq cq;
+		struct ibv_qp *qp;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.attr.max_wr = 8;
+		sa.attr.max_sge = 1;
+		srq = ibv_create_srq(A->pd, &sa);
+		CHECK_PTR(srq);
+		dt_cq_create(A, 16, false, &cq);
+		{
+			struct ibv_qp_init_attr ia;
+
+			memset(&ia, 0, sizeof(ia));
+			ia.send_cq = cq.cq;
+			ia.recv_cq = cq.cq;
+			ia.srq = srq;
+			ia.qp_type = IBV_QPT_RC;
+			ia.cap.max_send_wr = 4;
+			ia.cap.max_send_sge = 1;
+			qp = ibv_create_qp(A->pd, &ia);
+			CHECK_PTR(qp);
+		}
+		EXPECT_RET(ibv_destroy_srq(srq), EBUSY);
+		EXPECT_OK(ibv_destroy_qp(qp));
+		EXPECT_OK(ibv_destroy_srq(srq));
+
+		ch = ibv_create_comp_channel(A->ctx);
+		CHECK_PTR(ch);
+		ccq = ibv_create_cq(A->ctx, 16, NULL, ch, 0);
+		CHECK_PTR(ccq);
+		EXPECT_RET(ibv_destroy_comp_channel(ch), EBUSY);
+		EXPECT_OK(ibv_destroy_cq(ccq));
+		EXPECT_OK(ibv_destroy_comp_channel(ch));
+		dt_cq_destroy(&cq);
+	}
+	free(buf);
+	t_end();
+}
+
+/* ------------------------------------------------------------------ */
 /* Destruction order                                                    */
 
 static void t_destroy_order(void)
@@ -1754,6 +2014,7 @@ int main(int argc, char **argv)
 	t_retry_errors();
 	t_rnr_recover();
 	t_flush_inflight();
+	t_hostile_args();
 	t_destroy_order();
 
 	EXPECT_OK(ibv_dereg_mr(mrA));

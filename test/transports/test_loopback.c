@@ -99,6 +99,10 @@ static void pair_create(struct pair *p, const char *name, struct dt_dev *d0,
 		dt_conn_cfg_default(&cc);
 		cc.mtu = mtu;
 		cc.access = DT_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC;
+		/* ~1 s (4.096 us * 2^18): the lossless loop below expects no
+		 * retransmission, and a 67 ms timer fires when the engine is
+		 * descheduled that long (sanitizer build, loaded machine) */
+		cc.timeout = 18;
 		dt_connect(d0, p->s[0].qp, (uint32_t)dt_rand64(), d1,
 			   p->s[1].qp, (uint32_t)dt_rand64(), &cc);
 	} else {

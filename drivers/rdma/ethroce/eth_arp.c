@@ -45,7 +45,15 @@ static struct droce_neigh *neigh_alloc(struct droce_dev *dev, const uint8_t *a)
 				victim = &dev->neigh[i];
 		n = victim;
 	}
-	memset(n, 0, sizeof(*n));
+	{
+		/* QPs resolved from a recycled entry keep the MAC they have
+		 * (as before recycling); a later change of the new owner's
+		 * MAC only makes them resolve again. */
+		uint32_t gen = n->gen;
+
+		memset(n, 0, sizeof(*n));
+		n->gen = gen;
+	}
 	memcpy(n->addr, a, 16);
 	n->used = true;
 	return n;
@@ -297,6 +305,11 @@ void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 		return;
 	rte_ether_addr_copy(mac, &n->mac);
 	n->resolved = true;
+	/* A changed MAC reaches the templates of the QPs using it when they
+	 * next send (eth_qp_tmpl_ok): O(1) here whatever the number of QPs,
+	 * however often a peer changes its source MAC. */
+	if (was)
+		n->gen++;
 	/* Wake the QPs that waited for this peer. */
 	for (struct droce_qp *qp = eng->arp_wait, *next; qp; qp = next) {
 		next = qp->arp_next;
@@ -305,14 +318,27 @@ void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 			eth_qp_activate(eng, qp);
 		}
 	}
-	/* A changed MAC must reach templates of QPs not waiting. */
-	if (was)
-		for (uint32_t i = 0; i < DROCE_MAX_QP; i++) {
-			struct droce_qp *qp = dev->qp_tbl[i];
+}
 
-			if (qp && memcmp(qp->dst_gid.raw, g, 16) == 0)
-				qp->tmpl_ready = false;
-		}
+bool eth_qp_resolve(struct droce_qp *qp, bool *failed)
+{
+	struct droce_dev *dev = qp->dev;
+	const uint8_t *g = qp->dst_gid.raw;
+	struct rte_ether_addr mac;
+	struct droce_neigh *n;
+
+	if (!eth_neigh_resolve(dev, g, &mac, failed))
+		return false;
+	memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
+	n = neigh_find(dev, g);
+	if (n != NULL) {
+		qp->neigh_genp = &n->gen;
+		qp->neigh_gen = n->gen;
+	} else {
+		qp->neigh_genp = &qp->neigh_gen;	/* ourselves */
+	}
+	qp->tmpl_ready = true;
+	return true;
 }
 
 bool eth_neigh_resolve(struct droce_dev *dev, const uint8_t *g,

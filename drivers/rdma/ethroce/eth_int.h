@@ -115,6 +115,16 @@ int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
 void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
 bool eth_neigh_resolve(struct droce_dev *dev, const uint8_t *gid,
 		       struct rte_ether_addr *mac, bool *failed);
+/* Put the peer's MAC into the QP's template (soliciting it if unknown);
+ * false while unresolved (*failed: given up). */
+bool eth_qp_resolve(struct droce_qp *qp, bool *failed);
+/* The template's destination MAC is the peer's current one. A neighbour
+ * whose MAC changes bumps its generation, so the QPs that use it resolve
+ * again at their next frame: no walk over the QPs (doc/security.md). */
+static inline bool eth_qp_tmpl_ok(const struct droce_qp *qp)
+{
+	return likely(qp->tmpl_ready) && likely(*qp->neigh_genp == qp->neigh_gen);
+}
 void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 		     const uint8_t *gid, const struct rte_ether_addr *mac);
 void eth_ndp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);

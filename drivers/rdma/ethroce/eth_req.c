@@ -300,12 +300,9 @@ static void complete_sent(struct droce_qp *qp, uint32_t idx, uint8_t status);
 
 static bool qp_resolve(struct droce_qp *qp)
 {
-	struct rte_ether_addr mac;
 	bool failed;
 
-	if (eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed)) {
-		memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
-		qp->tmpl_ready = true;
+	if (eth_qp_resolve(qp, &failed)) {
 		eth_qp_arp_done(qp->eng, qp);
 		return true;
 	}
@@ -601,6 +598,8 @@ static uint8_t do_bind(struct droce_qp *qp, const struct droce_bind_seg *b)
 	mw->access = acc;
 	mw->mw_qpn = qp->ex.qp_base.qp_num;
 	mw->key = b->new_rkey;
+	/* Whatever the responder kept through the old binding is void. */
+	mw->epoch = droce_key_epoch_next(dev);
 	mw->valid = true;
 	return IBV_WC_SUCCESS;
 }
@@ -660,7 +659,7 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 	pi = __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE);
 	if (qp->req_cur == pi)
 		return;
-	if (unlikely(!qp->tmpl_ready) && !qp_resolve(qp))
+	if (unlikely(!eth_qp_tmpl_ok(qp)) && !qp_resolve(qp))
 		return;
 	while (*budget && qp->req_cur != pi && qp->state == IBV_QPS_RTS &&
 	       !(qp->flags & DROCE_QPF_REQ_STALL)) {

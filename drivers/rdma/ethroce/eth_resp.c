@@ -21,12 +21,14 @@
 
 #include "eth_int.h"
 
-/* What an rkey from the wire names for this QP, or NULL. */
+/* What an rkey from the wire names for this QP, or NULL; *epoch for
+ * droce_key_live() before any later use of the pointer. */
 static inline uint8_t *rkey_ptr(const struct droce_qp *qp, uint32_t key,
-				uint64_t va, uint64_t len, uint32_t need)
+				uint64_t va, uint64_t len, uint32_t need,
+				uint64_t *epoch)
 {
 	return droce_rkey_translate(qp->dev, qp->pd, qp->ex.qp_base.qp_num,
-				    key, va, len, need);
+				    key, va, len, need, epoch);
 }
 
 /* Queue an ACK/NAK; a NAK is never replaced by a later ACK. */
@@ -243,8 +245,9 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 		/* C9-88: a zero-length WRITE carries an R_Key nobody checks. */
 		if (p->reth_len) {
 			dst = rkey_ptr(qp, p->reth_rkey,
-						 p->reth_va, p->reth_len,
-						 IBV_ACCESS_REMOTE_WRITE);
+				       p->reth_va, p->reth_len,
+				       IBV_ACCESS_REMOTE_WRITE,
+				       &qp->resp_write_epoch);
 			if (dst == NULL) {
 				resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
 				return false;
@@ -258,8 +261,16 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 			return false;
 		}
 		qp->resp_write_ptr = dst;
+		qp->resp_write_key = p->reth_rkey;
 		qp->resp_write_left = p->reth_len;
 		qp->resp_write_len = p->reth_len;
+	} else if (unlikely(!droce_key_live(qp->dev, qp->resp_write_key,
+					    qp->resp_write_epoch))) {
+		/* The R_Key went (ibv_dereg_mr, invalidation, rebind, rereg)
+		 * in the middle of the message: the rest of it meets a key
+		 * that is no longer valid, a remote access error. */
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
+		return false;
 	}
 	if (p->payload_len > qp->resp_write_left ||
 	    ((flags & ROCE_OPF_LAST) && p->payload_len != qp->resp_write_left)) {
@@ -330,6 +341,7 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 {
 	struct droce_read_job *j;
 	uint8_t *src = NULL;
+	uint64_t epoch = 0;
 	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
 
 	if (!(qp->access & IBV_ACCESS_REMOTE_READ)) {
@@ -338,7 +350,7 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 	}
 	if (p->reth_len) {
 		src = rkey_ptr(qp, p->reth_rkey, p->reth_va,
-					 p->reth_len, IBV_ACCESS_REMOTE_READ);
+			       p->reth_len, IBV_ACCESS_REMOTE_READ, &epoch);
 		if (src == NULL) {
 			resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
 			return false;
@@ -352,6 +364,8 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 	j->atomic = false;
 	j->replay = false;
 	j->host = src;
+	j->key = p->reth_rkey;
+	j->epoch = epoch;
 	j->len = p->reth_len;
 	j->sent = 0;
 	j->psn = p->psn;
@@ -389,7 +403,7 @@ static void queue_atomic_ack(struct droce_qp *qp, uint32_t psn, uint64_t orig,
 static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 {
 	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
-	uint64_t *t, orig;
+	uint64_t *t, orig, epoch;
 
 	if (!(qp->access & IBV_ACCESS_REMOTE_ATOMIC)) {
 		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
@@ -400,8 +414,9 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
-	t = (uint64_t *)rkey_ptr(qp, p->atm_rkey,
-					   p->atm_va, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	/* Executed at once: the pointer is not kept. */
+	t = (uint64_t *)rkey_ptr(qp, p->atm_rkey, p->atm_va, 8,
+				 IBV_ACCESS_REMOTE_ATOMIC, &epoch);
 	if (t == NULL) {
 		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_ACCESS, 0);
 		return false;
@@ -439,18 +454,28 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		struct rte_mbuf *m;
 		uint8_t *pl;
 
-		if (unlikely(!qp->tmpl_ready)) {
-			struct rte_ether_addr mac;
+		if (unlikely(!eth_qp_tmpl_ok(qp))) {
 			bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
+			if (!eth_qp_resolve(qp, &failed))
 				return;	/* the requester's MAC arrives with its packets */
-			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
-			qp->tmpl_ready = true;
 			p = qp->tmpl;
 		}
 		if (eth_tx_busy(qp->dev)) {
 			*budget = 0;
+			return;
+		}
+		if (seg && unlikely(!droce_key_live(qp->dev, j->key, j->epoch))) {
+			/* The region went while its data was owed (see
+			 * do_write): the READ ends in a remote access error
+			 * at the first response not sent, nothing after it
+			 * is answered, the QP errors. */
+			uint32_t psn = j->psn;
+
+			qp->rd_tail = qp->rd_head;
+			qp->rd_replays = 0;
+			resp_fail(qp, psn, ROCE_NAK_REMOTE_ACCESS, 0);
+			(*budget)--;
 			return;
 		}
 		if (j->atomic) {
@@ -493,15 +518,10 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 	}
 	if ((qp->flags & DROCE_QPF_ACK_PENDING) && qp->rd_head == qp->rd_tail &&
 	    *budget) {
-		if (unlikely(!qp->tmpl_ready)) {
-			struct rte_ether_addr mac;
-			bool failed;
+		bool failed;
 
-			if (!eth_neigh_resolve(qp->dev, qp->dst_gid.raw, &mac, &failed))
-				return;
-			memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
-			qp->tmpl_ready = true;
-		}
+		if (unlikely(!eth_qp_tmpl_ok(qp)) && !eth_qp_resolve(qp, &failed))
+			return;
 		qp->flags &= ~DROCE_QPF_ACK_PENDING;
 		eth_send_ack(qp, qp->resp_ack_syndrome, qp->resp_ack_psn);
 		(*budget)--;
@@ -660,12 +680,14 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		if (op == ROCE_OP_READ_REQ) {
 			struct droce_read_job *j;
 			uint8_t *src = NULL;
+			uint64_t epoch = 0;
 
 			if (qp->rd_tail - qp->rd_head >= DROCE_READ_JOBS)
 				return;
 			if (p->reth_len) {
 				src = rkey_ptr(qp, p->reth_rkey, p->reth_va,
-						p->reth_len, IBV_ACCESS_REMOTE_READ);
+					       p->reth_len, IBV_ACCESS_REMOTE_READ,
+					       &epoch);
 				if (src == NULL)
 					return;
 			}
@@ -675,6 +697,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			j->replay = true;
 			qp->rd_replays++;
 			j->host = src;
+			j->key = p->reth_rkey;
+			j->epoch = epoch;
 			j->len = p->reth_len;
 			j->sent = 0;
 			j->psn = p->psn;

@@ -161,8 +161,11 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	}
 	qp->st.rx_pkts++;
 	qp->last_rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
-	if (oi->flags & ROCE_OPF_REQ)
+	if (oi->flags & ROCE_OPF_REQ) {
+		dev->rx_req_mac = p.src_mac;	/* for a NAK before ARP */
 		eth_resp_rx(qp, &p, m);
+		dev->rx_req_mac = NULL;
+	}
 	else if (oi->flags & ROCE_OPF_RESP)
 		eth_comp_rx(qp, &p, m);
 	else

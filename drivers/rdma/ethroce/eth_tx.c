@@ -126,10 +126,26 @@ static void count_ack_tx(struct droce_qp *qp, uint8_t syndrome)
 
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct roce_pkt p = qp->tmpl;
+	struct roce_pkt p;
 	struct rte_mbuf *m;
 	uint8_t *pl;
+	bool failed;
 
+	if (unlikely(!eth_qp_tmpl_ok(qp)) && !eth_qp_resolve(qp, &failed)) {
+		/* A NAK of the first request of a fresh QP, its peer not
+		 * resolved (the request came from another address): answer
+		 * the frame's sender rather than MAC 0 (which nobody gets). */
+		const uint8_t *mac = qp->dev->rx_req_mac;
+
+		if (mac == NULL ||
+		    rte_is_zero_ether_addr((const struct rte_ether_addr *)mac) ||
+		    rte_is_multicast_ether_addr((const struct rte_ether_addr *)mac))
+			return;	/* the requester's timer recovers */
+		p = qp->tmpl;
+		memcpy(p.dst_mac, mac, 6);
+	} else {
+		p = qp->tmpl;
+	}
 	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK);
 	p.psn = psn;
 	p.aeth_syndrome = syndrome;
