@@ -478,18 +478,72 @@ io_suite_end() {
 # droce over the namespace's DPDK veth (two lines, for env(1)):
 #   engine  -l 0-1 and lcore=1: droce's engine on its own lcore
 #   app*    -l 1 and lcore=app: the engine runs in the program's verbs calls
+# IO_DROCE_MTU (1024 or 4096, see io_jumbo) is droce's path MTU;
+# IO_DROCE_IMPAIR, when set, droce's impair= devarg (k:v/k:v).
+IO_DROCE_MTU=1024
+IO_DROCE_IMPAIR=
+# net_af_packet's frames hold 2048 bytes (less its 32-byte header) unless
+# told otherwise, and it says 1518-byte frames whatever its framesz. For
+# path MTU 4096 (RoCE frames up to about 4200 bytes): 4352-byte frames
+# (a multiple of 16; what the kernel writes starts 34 bytes in, so
+# 4318-byte frames fit; what droce's 4352-byte mbufs take), 16 per
+# 69632-byte block (17 pages: the PMD lays the frames out back to back,
+# so they must fill the block exactly), and port_mtu= tells droce.
+IO_AFP_JUMBO=framesz=4352,blocksz=69632
+IO_PORT_MTU_JUMBO=4288
 io_droce_env() {
-	local mem
+	local mem vdev dev lc=1 cores=0-1
 	mem=$(io_eal_mem)
-	if [ "${1%%-*}" = engine ]; then
-		echo "DROCE_EAL_ARGS=-l 0-1 $mem --no-pci --file-prefix drio$$-$2" \
-		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
-		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=1"
-	else
-		echo "DROCE_EAL_ARGS=-l 1 $mem --no-pci --file-prefix drio$$-$2" \
-		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
-		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=app"
+	[ "${1%%-*}" = engine ] || { lc=app; cores=1; }
+	vdev="net_af_packet0,iface=$IO_DROCE_IF"
+	dev="port=net_af_packet0,ip=$IO_DROCE_IP,mtu=$IO_DROCE_MTU,lcore=$lc"
+	if [ "$IO_DROCE_MTU" -gt 1024 ]; then
+		vdev+=",$IO_AFP_JUMBO"
+		dev+=",port_mtu=$IO_PORT_MTU_JUMBO"
 	fi
+	[ -z "$IO_DROCE_IMPAIR" ] || dev+=",impair=$IO_DROCE_IMPAIR"
+	echo "DROCE_EAL_ARGS=-l $cores $mem --no-pci --file-prefix drio$$-$2" \
+	     "--log-level=*:warning --vdev=$vdev"
+	echo "DROCE_DEVICES=$dev"
+}
+
+# io_jumbo <on|off>: MTU 9000 (on) or 1500 on every link between droce
+# and rxe (the guest's eth0, its tap, the bridge, the veth pair), and
+# droce's path MTU (IO_DROCE_MTU) 4096 or 1024. rxe's active MTU follows
+# its netdev's: 4096 from 4096 + headers up. Returns 1 when rxe0 does not
+# report active_mtu 4096 (on) or 1024 (off).
+io_jumbo() {
+	local m=1500 want=1024 l out
+	[ "$1" = on ] && { m=9000; want=4096; }
+	for l in dr-br-roce dr-tap-roce "$IO_DROCE_IF" dr-droce-br; do
+		nsx ip link set "$l" mtu "$m" || return 1
+	done
+	out=$(io_guest_run 10 "/bin/ip link set eth0 mtu $m &&
+		ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p'")
+	IO_DROCE_MTU=$want
+	IO_RXE_MTU=$out
+	[ "$out" = "$want" ]
+}
+
+# io_jumbo_check_capture <label> [<source IP>...]: rxe.pcap (so far)
+# holds RoCE frames with full 4096-byte payloads (4154 bytes and more)
+# from each source (default: droce and rxe), and none longer than path
+# MTU 4096 allows (4096 + the largest headers: Ethernet, IPv4, UDP, BTH,
+# RETH, ImmDt, ICRC = 4174)
+io_jumbo_check_capture() {
+	local f=$IO_WORK/rxe.pcap src n lbl=$1
+	command -v tcpdump >/dev/null 2>&1 && [ -s "$f" ] || return 0
+	shift
+	[ $# -gt 0 ] || set -- "$IO_DROCE_IP" "$IO_GUEST_ROCE_IP"
+	for src in "$@"; do
+		n=$(tcpdump -nr "$f" "udp port 4791 and src host $src and greater 4154" 2>/dev/null | wc -l)
+		[ "$n" -gt 0 ] || io_fail "$lbl: no 4096-byte payloads from $src in the capture"
+	done
+	for src in "$IO_DROCE_IP" "$IO_GUEST_ROCE_IP"; do
+		n=$(tcpdump -nr "$f" "udp port 4791 and src host $src and greater 4175" 2>/dev/null | wc -l)
+		[ "$n" -eq 0 ] || io_fail "$lbl: $n frames from $src longer than path MTU 4096 allows"
+	done
+	echo "MTU 4096 on the wire: $(tcpdump -nr "$f" "udp port 4791 and greater 4154" 2>/dev/null | wc -l) frames with 4096-byte payloads"
 }
 
 # io_guest_unpin: the guest forgets droce's MAC, the pinned (permanent)

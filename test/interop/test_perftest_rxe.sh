@@ -57,6 +57,7 @@ send_bw      send_bw    4096   -
 cas_bw       atomic_bw  8      -A:CMP_AND_SWAP
 faa_bw       atomic_bw  8      -A:FETCH_AND_ADD
 write_lat    write_lat  64     -
+write_bw_mtu4096 write_bw 65536 -m:4096
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -231,6 +232,15 @@ run() {
 	# hold against perftest's client
 	[ "$3" = droce ] && [ "$name" = faa_bw ] || dx="$dx $DX_CHECK"
 	local args="-x 1 -F -p $PORT -n $ITERS $extra"
+	case $name in
+	*_mtu4096)
+		# path MTU 4096: jumbo links and droce port (lib.sh: io_jumbo)
+		if ! io_jumbo on; then
+			io_fail "$label: rxe0 active_mtu '$IO_RXE_MTU' after MTU 9000 on its netdev"
+			io_jumbo off
+			return
+		fi ;;
+	esac
 	if [ "$3" = rxe ]; then
 		# shellcheck disable=SC2086
 		io_pair_rxe_server "$mode" "$dir" "$PORT" "ib_$t -d rxe0 $args" \
@@ -247,11 +257,25 @@ run() {
 		fi
 	fi
 	check_pair "$label" "$dir" "$t" "$size" "$3"
+	case $name in
+	*_mtu4096)
+		# the client sends the payloads
+		if [ "$3" = rxe ]; then
+			io_jumbo_check_capture "$label" "$IO_DROCE_IP"
+		else
+			io_jumbo_check_capture "$label" "$IO_GUEST_ROCE_IP"
+		fi
+		io_jumbo off || io_fail "$label: MTU back to 1500: rxe0 active_mtu '$IO_RXE_MTU'" ;;
+	esac
 }
 
+FIRST_MODE=
 for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
+	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
+		# the MTU 4096 runs in one mode only
+		case $name in *_mtu4096) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done
