@@ -4,31 +4,36 @@
 # Interop: app/droce-perf against the real perftest (Debian's 4.5+0.17,
 # which calls itself 6.06) on Linux Soft-RoCE (rdma_rxe) in a QEMU (TCG)
 # guest, both ways round: ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw
-# (-A CMP_AND_SWAP and -A FETCH_AND_ADD) and ib_write_lat, with perftest's
-# own out-of-band TCP exchange (versions, system data, MTU, the 108-byte
-# address "hand shakes", the bandwidth report, "done"). One guest boot
-# serves every run (lib.sh: io_suite_init).
+# (-A CMP_AND_SWAP and -A FETCH_AND_ADD), ib_write_lat, ib_read_lat,
+# ib_send_lat and ib_atomic_lat (both atomics), and ib_write_bw at path MTU
+# 4096, with perftest's own out-of-band TCP exchange (versions, system
+# data, MTU, the 108-byte address "hand shakes", the bandwidth report,
+# "done"). One guest boot serves every run (lib.sh: io_suite_init).
 #
 # usage: test_perftest_rxe.sh <droce-perf>
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>" on stdout)
 #
 # Each run checks:
 #  - both exit 0, and neither printed an error line;
-#  - each side printed its result row, with #bytes = the message size (8
-#    for atomics) and #iterations = -n, every figure a plain number; for
-#    *_bw but send_bw the server's row is the client's (it comes over the
-#    report exchange); ib_write_lat's server measures on its own;
+#  - each side's result row, with #bytes = the message size (8 for
+#    atomics) and #iterations = -n, every figure a plain number, and
+#    plausible: bandwidth and message rate above 0; latencies above 0 with
+#    t_min <= t_typical, t_avg <= t_max. For *_bw but send_bw the server's
+#    row is the client's (it comes over the report exchange); the
+#    write_lat, send_lat and send_bw servers measure on their own; the
+#    read_lat and atomic_lat servers are passive and print no row (perftest
+#    and droce-perf alike: a row there fails);
 #  - the address exchange: each side's "remote address" line and GID line
 #    are the other's "local address" and GID lines, and the GIDs are the
 #    IPv4-mapped ones (::ffff:198.18.0.11 rxe, ::ffff:198.18.0.1 droce);
 #  - droce-perf --check (when it has it: the client completed every WR; a
-#    send_bw server received iters messages of the right size) and --kv
-#    (bytes = size * iters on the measuring side, errors=0; retransmits,
-#    timeouts and NAKs are printed as notes). Not --check on a droce
-#    atomic_bw FETCH_AND_ADD server: it expects every FETCH_AND_ADD on one
-#    counter, but perftest's client moves the remote address on by a cache
-#    line per operation (perftest_resources.h: increase_rem_addr), so with
-#    perftest as the client each counter is 1;
+#    send_bw server received iters messages of the right size; an
+#    atomic_bw FETCH_AND_ADD server's counters add up to iters, wherever
+#    in its buffer perftest's client put them) and --kv (bytes = size *
+#    iters on the measuring side, iters = -n, errors=0; retransmits,
+#    timeouts and NAKs are printed as notes);
+#  - at path MTU 4096 (write_bw_mtu4096, first mode only): 4096-byte
+#    payloads from the client in the capture (lib.sh: io_jumbo);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -57,6 +62,10 @@ send_bw      send_bw    4096   -
 cas_bw       atomic_bw  8      -A:CMP_AND_SWAP
 faa_bw       atomic_bw  8      -A:FETCH_AND_ADD
 write_lat    write_lat  64     -
+read_lat     read_lat   64     -
+send_lat     send_lat   64     -
+cas_lat      atomic_lat 8      -A:CMP_AND_SWAP
+faa_lat      atomic_lat 8      -A:FETCH_AND_ADD
 write_bw_mtu4096 write_bw 65536 -m:4096
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
@@ -111,9 +120,12 @@ gid_text() {
 	printf '00:00:00:00:00:00:00:00:00:00:255:255:%02d:%02d:%02d:%02d' "$1" "$2" "$3" "$4"
 }
 
-# check_row <out> <label> <size>: #bytes, #iterations, numbers only
+# check_row <out> <label> <size> <bw|lat>: #bytes, #iterations, numbers
+# only, plausible figures (bw: BW peak, BW average, MsgRate above 0; lat:
+# t_min, t_max, t_typical, t_avg, ... above 0, t_min <= t_typical, t_avg
+# <= t_max)
 check_row() {
-	local r lbl=$2
+	local r lbl=$2 kind=$4 bad
 	r=$(row "$1")
 	if [ -z "$r" ]; then
 		io_fail "$lbl: no result row"
@@ -124,12 +136,22 @@ check_row() {
 	[ "$3" = "$2" ] || io_fail "$1: #bytes $3, expected $2"
 	[ "$4" = "$ITERS" ] || io_fail "$1: #iterations $4, expected $ITERS"
 	shift 2
+	bad=0
 	while [ $# -gt 0 ]; do
 		case $1 in
-		*[!0-9.]*|"") io_fail "$lbl: result row '$r': '$1' is not a number" ;;
+		*[!0-9.]*|"") io_fail "$lbl: result row '$r': '$1' is not a number"; bad=1 ;;
 		esac
 		shift
 	done
+	[ $bad -eq 0 ] || return 1
+	if [ "$kind" = lat ]; then
+		echo "$r" | awk '{ for (i = 3; i <= NF; i++) if ($i + 0 <= 0) exit 1
+			if ($3 > $5 || $3 > $6 || $5 > $4 || $6 > $4) exit 1 }' ||
+			io_fail "$lbl: implausible latencies (t_min t_max t_typical t_avg ...): '$r'"
+	else
+		echo "$r" | awk '{ exit !($3 > 0 && $4 > 0 && $5 > 0) }' ||
+			io_fail "$lbl: implausible bandwidth or rate: '$r'"
+	fi
 	return 0
 }
 
@@ -149,6 +171,8 @@ check_kv() {
 	# bandwidth lines have bytes=, latency lines do not
 	v=$(echo "$kv" | tr ' ' '\n' | sed -n 's/^bytes=//p')
 	[ -z "$v" ] || [ "$v" = "$3" ] || io_fail "$2: droce-perf --kv bytes=$v, expected $3"
+	v=$(echo "$kv" | tr ' ' '\n' | sed -n 's/^iters=//p')
+	[ -z "$v" ] || [ "$v" = "$ITERS" ] || io_fail "$2: droce-perf --kv iters=$v, expected $ITERS"
 	v=$(echo "$kv" | tr ' ' '\n' | sed -n 's/^errors=//p')
 	[ "${v:-0}" = 0 ] || io_fail "$2: droce-perf --kv errors=$v"
 	for n in c_retransmits c_timeouts c_naks c_rnr_naks; do
@@ -174,12 +198,18 @@ check_pair() {
 	check_errors "$dir/droce.out" "$label (droce)"
 	check_errors "$dir/droce.err" "$label (droce stderr)"
 	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
-		check_row "$cout" "$label ($c client)" "$size"
+		local kind=bw
+		case $t in *_lat) kind=lat ;; esac
+		check_row "$cout" "$label ($c client)" "$size" $kind
 		case $t in
-		write_lat|send_bw)
+		write_lat|send_lat|send_bw)
 			# the server measures on its own
-			check_row "$sout" "$label ($s server)" "$size" ;;
-		*)	check_row "$sout" "$label ($s server)" "$size"
+			check_row "$sout" "$label ($s server)" "$size" $kind ;;
+		read_lat|atomic_lat)
+			# the server is passive: no row
+			[ -z "$(row "$sout")" ] ||
+				io_fail "$label: the passive $s server printed a result row '$(row "$sout")'" ;;
+		*)	check_row "$sout" "$label ($s server)" "$size" $kind
 			[ "$(row "$sout")" = "$(row "$cout")" ] ||
 				io_fail "$label: the server's row '$(row "$sout")' is not the client's '$(row "$cout")'" ;;
 		esac
@@ -220,17 +250,14 @@ run() {
 	size=$6
 	extra=${7//:/ }
 	[ "$extra" = - ] && extra=
-	[ "$t" = atomic_bw ] || extra="$extra -s $size"
+	case $t in atomic_*) ;; *) extra="$extra -s $size" ;; esac
 	dir=$IO_WORK/run$((IO_RUN + 1))
 	label="$mode $name: $3 server"
 	if [ "$(io_remaining)" -le 8 ]; then
 		io_fail "$label: out of time budget (${IO_BUDGET}s)"
 		return
 	fi
-	dx="$DX_KV"
-	# see the top: droce-perf's FETCH_AND_ADD server check does not
-	# hold against perftest's client
-	[ "$3" = droce ] && [ "$name" = faa_bw ] || dx="$dx $DX_CHECK"
+	dx="$DX_KV $DX_CHECK"
 	local args="-x 1 -F -p $PORT -n $ITERS $extra"
 	case $name in
 	*_mtu4096)
