@@ -52,7 +52,7 @@ PERF_PORT=18520
 
 unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
 IO_LOG_PREFIX=interop-loss
-IO_BUDGET=200		# seconds after the guest build (a run takes about 60)
+IO_BUDGET=200		# seconds after the guest build (a run takes about 50)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 

@@ -17,7 +17,8 @@
 #  - both exit 0, and neither printed an error line;
 #  - each side's result row, with #bytes = the message size (8 for
 #    atomics) and #iterations = -n, every figure a plain number, and
-#    plausible: bandwidth and message rate above 0; latencies above 0 with
+#    plausible: average bandwidth and message rate above 0 (the peak is
+#    0.00 on perftest's send_bw server); latencies above 0 with
 #    t_min <= t_typical, t_avg <= t_max. For *_bw but send_bw the server's
 #    row is the client's (it comes over the report exchange); the
 #    write_lat, send_lat and send_bw servers measure on their own; the
@@ -72,7 +73,7 @@ TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
 unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
 IO_LOG_PREFIX=interop-perftest
-IO_BUDGET=200		# seconds after the guest build (a run takes about 70)
+IO_BUDGET=260		# seconds after the guest build (a run takes about 120)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
@@ -121,7 +122,7 @@ gid_text() {
 }
 
 # check_row <out> <label> <size> <bw|lat>: #bytes, #iterations, numbers
-# only, plausible figures (bw: BW peak, BW average, MsgRate above 0; lat:
+# only, plausible figures (bw: BW average and MsgRate above 0; lat:
 # t_min, t_max, t_typical, t_avg, ... above 0, t_min <= t_typical, t_avg
 # <= t_max)
 check_row() {
@@ -149,7 +150,8 @@ check_row() {
 			if ($3 > $5 || $3 > $6 || $5 > $4 || $6 > $4) exit 1 }' ||
 			io_fail "$lbl: implausible latencies (t_min t_max t_typical t_avg ...): '$r'"
 	else
-		echo "$r" | awk '{ exit !($3 > 0 && $4 > 0 && $5 > 0) }' ||
+		# (BW peak may be 0: perftest's send_bw server prints 0.00)
+		echo "$r" | awk '{ exit !($4 > 0 && $5 > 0) }' ||
 			io_fail "$lbl: implausible bandwidth or rate: '$r'"
 	fi
 	return 0

@@ -43,7 +43,7 @@ PORT=18515
 
 unset DROCE_EAL_ARGS DROCE_DEVICES
 IO_LOG_PREFIX=interop
-IO_BUDGET=180		# seconds after the guest build (a run takes about 55)
+IO_BUDGET=180		# seconds after the guest build (a run takes about 80)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
