@@ -188,7 +188,7 @@ rc() {
 	local args=(-p "$RC_PORT" -g 1 -m 1024 -n "$iters" -c -s "$size")
 	label="$name $MODE: $5 server"
 	dir=$IO_WORK/run$((IO_RUN + 1))
-	RETX_SUMMARY= KV_NOTE=
+	RETX_SUMMARY='' KV_NOTE=''
 	if [ "$(io_remaining)" -le 10 ]; then
 		io_fail "$label: out of time budget (${IO_BUDGET}s)"
 		return
@@ -224,10 +224,10 @@ rc() {
 # perf <test> <size> <impair> <rxe|droce: the server>
 perf() {
 	local t=$1 size=$2 label before=$IO_FAILS t0 t1 iters=20 req
-	local args="-x 1 -F -p $PERF_PORT -n $iters -s $size"
+	local pargs="-x 1 -F -p $PERF_PORT -n $iters -s $size"
 	label="$t $MODE: $4 server"
 	dir=$IO_WORK/run$((IO_RUN + 1))
-	RETX_SUMMARY= KV_NOTE=
+	RETX_SUMMARY='' KV_NOTE=''
 	if [ "$(io_remaining)" -le 10 ]; then
 		io_fail "$label: out of time budget (${IO_BUDGET}s)"
 		return
@@ -236,16 +236,16 @@ perf() {
 	t0=$(now)
 	if [ "$4" = rxe ]; then
 		# shellcheck disable=SC2086
-		io_pair_rxe_server "$MODE" "$dir" "$PERF_PORT" "ib_$t -d rxe0 $args" \
-			"$PERF_BIN" "$t" $args --kv --check "$IO_GUEST_OOB_IP" ||
+		io_pair_rxe_server "$MODE" "$dir" "$PERF_PORT" "ib_$t -d rxe0 $pargs" \
+			"$PERF_BIN" "$t" $pargs --kv --check "$IO_GUEST_OOB_IP" ||
 			{ io_fail "$label: the guest job did not start"; return; }
 		finish "$label" "$before" $IO_GRC $IO_DRC
 		cout=$dir/droce.out req=$IO_DROCE_IP
 	else
 		# shellcheck disable=SC2086
 		io_pair_droce_server "$MODE" "$dir" "$PERF_PORT" \
-			"ib_$t -d rxe0 $args $IO_HOST_OOB_IP" \
-			"$PERF_BIN" "$t" $args --kv --check ||
+			"ib_$t -d rxe0 $pargs $IO_HOST_OOB_IP" \
+			"$PERF_BIN" "$t" $pargs --kv --check ||
 			{ io_fail "$label: droce-perf does not listen"; io_show "$dir"/*; return; }
 		finish "$label" "$before" $IO_DRC $IO_GRC
 		cout=$dir/rxe.out req=$IO_GUEST_ROCE_IP
