@@ -19,7 +19,9 @@
 #    atomics) and #iterations = -n, every figure a plain number, and
 #    plausible: average bandwidth and message rate above 0 (the peak is
 #    0.00 on perftest's send_bw server); latencies above 0 with
-#    t_min <= t_typical, t_avg <= t_max. For *_bw but send_bw the server's
+#    t_min <= t_typical, t_avg <= t_max (in droce-perf's rows; in
+#    perftest's, a note: its clock under TCG is its own). For *_bw but
+#    send_bw the server's
 #    row is the client's (it comes over the report exchange); the
 #    write_lat, send_lat and send_bw servers measure on their own; the
 #    read_lat and atomic_lat servers are passive and print no row (perftest
@@ -124,9 +126,12 @@ gid_text() {
 # check_row <out> <label> <size> <bw|lat>: #bytes, #iterations, numbers
 # only, plausible figures (bw: BW average and MsgRate above 0; lat:
 # t_min, t_max, t_typical, t_avg, ... above 0, t_min <= t_typical, t_avg
-# <= t_max)
+# <= t_max). Implausible figures fail in droce-perf's rows and are a note
+# in perftest's: its clock under TCG is its own business (an ib_send_bw
+# client once printed an average of 0.00 for a run droce-perf's server
+# measured at 2.44 MB/s).
 check_row() {
-	local r lbl=$2 kind=$4 bad
+	local r f=$1 lbl=$2 kind=$4 bad why=io_fail
 	r=$(row "$1")
 	if [ -z "$r" ]; then
 		io_fail "$lbl: no result row"
@@ -145,17 +150,20 @@ check_row() {
 		shift
 	done
 	[ $bad -eq 0 ] || return 1
+	case $f in */rxe.out) why=note ;; esac
 	if [ "$kind" = lat ]; then
 		echo "$r" | awk '{ for (i = 3; i <= NF; i++) if ($i + 0 <= 0) exit 1
 			if ($3 > $5 || $3 > $6 || $5 > $4 || $6 > $4) exit 1 }' ||
-			io_fail "$lbl: implausible latencies (t_min t_max t_typical t_avg ...): '$r'"
+			$why "$lbl: implausible latencies (t_min t_max t_typical t_avg ...): '$r'"
 	else
 		# (BW peak may be 0: perftest's send_bw server prints 0.00)
 		echo "$r" | awk '{ exit !($4 > 0 && $5 > 0) }' ||
-			io_fail "$lbl: implausible bandwidth or rate: '$r'"
+			$why "$lbl: implausible bandwidth or rate: '$r'"
 	fi
 	return 0
 }
+
+note() { echo "note: $*"; }
 
 # check_errors <file> <label>: no error lines (EAL's notes are not)
 check_errors() {
