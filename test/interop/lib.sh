@@ -591,6 +591,19 @@ io_jumbo() {
 	[ "$out" = "$want" ]
 }
 
+# pcap_settle <file>: until tcpdump has written what it has (the file's
+# size stays put for half a second; 5 s at most)
+pcap_settle() {
+	local a b
+	a=$(stat -c %s "$1")
+	for _ in $(seq 1 10); do
+		sleep 0.5
+		b=$(stat -c %s "$1")
+		[ "$a" = "$b" ] && return 0
+		a=$b
+	done
+}
+
 # io_jumbo_check_capture <label> [<source IP>...]: rxe.pcap (so far)
 # holds RoCE frames with full 4096-byte payloads (4154 bytes and more)
 # from each source (default: droce and rxe), and none longer than path
@@ -599,6 +612,7 @@ io_jumbo() {
 io_jumbo_check_capture() {
 	local f=$IO_WORK/rxe.pcap src n lbl=$1
 	command -v tcpdump >/dev/null 2>&1 && [ -s "$f" ] || return 0
+	pcap_settle "$f"
 	shift
 	[ $# -gt 0 ] || set -- "$IO_DROCE_IP" "$IO_GUEST_ROCE_IP"
 	for src in "$@"; do

@@ -94,19 +94,6 @@ echo "mode: $MODE"
 
 now() { date +%s.%N; }
 
-# pcap_settle <file>: until tcpdump has written what it has (the file's
-# size stays put for half a second; 5 s at most)
-pcap_settle() {
-	local a b
-	a=$(stat -c %s "$1")
-	for _ in $(seq 1 10); do
-		sleep 0.5
-		b=$(stat -c %s "$1")
-		[ "$a" = "$b" ] && return 0
-		a=$b
-	done
-}
-
 # retx <label> <t0> <t1> <ip>...: each <ip> retransmitted requests within
 # the window; the figures go to the run directory
 retx() {
