@@ -502,12 +502,33 @@ static void zero_for_lat(struct perf_side *s)
 		memset(s->buf, 0, s->buf_len);
 }
 
+/*
+ * Atomics start from zero: the client's result word, and the server's
+ * whole target slot. droce-perf's client works on the slot's first word;
+ * perftest's moves its remote address on by INC(8, cache line) per
+ * operation and wraps at its cycle buffer (increase_rem_addr() in
+ * perftest_resources.h), and the slot holds the cycle buffer.
+ */
 static void atomic_prepare(struct perf_side *c, struct perf_side *srv)
 {
 	for (int q = 0; c && q < c->nqps; q++)
 		memset(side_src(c, q), 0, 8);
 	for (int q = 0; srv && q < srv->nqps; q++)
-		memset(side_dst(srv, q), 0, 8);
+		memset(side_dst(srv, q), 0, srv->slot);
+}
+
+/* The sum of the 8-byte counters in a server's target slot: what its
+ * client's FETCH_AND_ADDs (1 each, wherever in the slot) added up to. */
+static uint64_t atomic_slot_sum(const struct perf_side *srv, int q)
+{
+	const uint8_t *p = side_dst(srv, q);
+	uint64_t sum = 0, v;
+
+	for (size_t off = 0; off + 8 <= srv->slot; off += 8) {
+		memcpy(&v, p + off, 8);
+		sum += v;
+	}
+	return sum;
 }
 
 static bool full_out(void)
@@ -793,12 +814,13 @@ static int remote_bw(struct perf_side *me)
 		report_line();
 		if (opt.check && opt.verb == V_ATOMIC &&
 		    opt.atomic_type == A_FETCH_AND_ADD && opt.duration <= 0) {
+			/* summed over the slot: a perftest client spreads
+			 * them over its cycle buffer (atomic_prepare) */
 			for (int q = 0; q < me->nqps; q++) {
-				uint64_t v;
+				uint64_t v = atomic_slot_sum(me, q);
 
-				memcpy(&v, side_dst(me, q), 8);
 				if (v != opt.iters) {
-					printf(" check: QP %d counter %lu after %lu FETCH_AND_ADDs\n",
+					printf(" check: QP %d counters add up to %lu after %lu FETCH_AND_ADDs\n",
 					       q, (unsigned long)v,
 					       (unsigned long)opt.iters);
 					return -1;

@@ -39,6 +39,10 @@ extern "C" {
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)
  *   vlan=N         802.1Q VLAN 1..4094 for everything the device sends and
  *                  receives (default: untagged); prio=P its priority 0..7
+ *   port_mtu=N     the port carries IP packets of N bytes (576..65535),
+ *                  whatever its PMD reports: net_af_packet reports 1500
+ *                  whatever its framesz (give it framesz/blocksz that hold
+ *                  the frames, e.g. framesz=4352,blocksz=69632 for mtu=4096)
  *   impair=k:v/k:v  impair the port's traffic with lib/impair (see
  *                  droce_impair.h and doc/impair.md), its kvargs written
  *                  with ':' for '=' and '/' for ',': impair=seed:7/rx_drop:0.01

@@ -433,6 +433,7 @@ struct droce_neigh {
 struct droce_devargs {
 	uint32_t ip;			/* network order */
 	uint32_t max_mtu;		/* bytes */
+	uint32_t port_mtu;		/* the port's real L3 MTU; 0 = ask it */
 	int lcore;			/* -1: app mode */
 	bool lcore_set;
 	char name[IBV_SYSFS_NAME_MAX];

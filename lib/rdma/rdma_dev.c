@@ -134,7 +134,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 {
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
-		"arp_timeout_ms", "port", "impair", "vlan", "prio", NULL
+		"arp_timeout_ms", "port", "impair", "vlan", "prio", "port_mtu",
+		NULL
 	};
 	struct rte_kvargs *kv;
 	uint32_t vid = 0, prio = 0;
@@ -165,7 +166,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 			       &a->arp_timeout_ms) ||
 	    rte_kvargs_process(kv, "impair", parse_impair, a) ||
 	    rte_kvargs_process(kv, "vlan", parse_u32, &vid) ||
-	    rte_kvargs_process(kv, "prio", parse_u32, &prio)) {
+	    rte_kvargs_process(kv, "prio", parse_u32, &prio) ||
+	    rte_kvargs_process(kv, "port_mtu", parse_u32, &a->port_mtu)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -173,6 +175,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    a->max_mtu != 2048 && a->max_mtu != 4096)
 		ret = -EINVAL;
 	if (a->nb_mbuf < 1024)
+		ret = -EINVAL;
+	if (a->port_mtu && (a->port_mtu < 576 || a->port_mtu > 65535))
 		ret = -EINVAL;
 	/* 802.1Q: VLAN 1..4094; a priority needs a VLAN to travel in. */
 	if (vid > 4094 || prio > 7 || (prio && !vid))

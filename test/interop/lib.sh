@@ -178,6 +178,21 @@ io_guest_wait() {
 
 io_guest_kill() { io_agent 10 "kill $1" >/dev/null; }
 
+# io_guest_job <id> <seconds> <shell command>: as io_guest_run, but as a
+# job in its own session that is killed, all of it, when it runs out of
+# time (124) or the agent stops answering (125). The agent's "run" only
+# kills the shell it started on timeout: a program that shell started
+# (the io_hw_wrap wrapper runs it as a child) went on, and an rxe
+# ping-pong client retried for ever, busy-polling the guest's only CPU.
+io_guest_job() {
+	local rc
+	io_guest_start "$1" "$3" || return 125
+	io_guest_wait "$1" "$2"
+	rc=$?
+	case $rc in 124|125) io_guest_kill "$1" ;; esac
+	return $rc
+}
+
 # io_guest_port_listening <port>: a TCP socket listens in the guest
 io_guest_port_listening() {
 	local hex
@@ -277,6 +292,13 @@ io_preflight() {
 			--no-install-recommends qemu-system-x86 >&2 ||
 			{ echo "qemu-system-x86_64 missing and apt-get install failed"; return 1; }
 	fi
+	# the captures kept when a test fails (io_start_captures)
+	if ! command -v tcpdump >/dev/null 2>&1; then
+		io_say "installing tcpdump"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends tcpdump >&2 ||
+			io_say "tcpdump missing and apt-get install failed: no captures"
+	fi
 	return 0
 }
 
@@ -340,14 +362,48 @@ io_guest_diag() {
 # io_start_captures: tcpdump on the RoCE bridge (droce's side: ARP and
 # RoCE, rxe.pcap) and on the out-of-band bridge (the programs' TCP
 # exchanges, not the agent's: oob.pcap)
+# (a note, no failure, when there is no tcpdump or it does not start)
 io_start_captures() {
-	command -v tcpdump >/dev/null 2>&1 || return 0
+	local l
+	if ! command -v tcpdump >/dev/null 2>&1; then
+		echo "note: no tcpdump: no captures (apt-get install tcpdump)"
+		return 0
+	fi
 	nsx tcpdump -i dr-droce-br -s 0 -U --immediate-mode -w "$IO_WORK/rxe.pcap" \
 		'arp or udp port 4791' >"$IO_WORK/tcpdump-rxe.log" 2>&1 &
 	IO_CAPTURE_PIDS+=($!)
 	nsx tcpdump -i dr-oob-br -s 0 -U --immediate-mode -w "$IO_WORK/oob.pcap" \
 		"tcp and not port $IO_AGENT_PORT" >"$IO_WORK/tcpdump-oob.log" 2>&1 &
 	IO_CAPTURE_PIDS+=($!)
+	for l in rxe oob; do
+		for _ in $(seq 1 30); do
+			grep -q 'listening on' "$IO_WORK/tcpdump-$l.log" 2>/dev/null && break
+			sleep 0.1
+		done
+		grep -q 'listening on' "$IO_WORK/tcpdump-$l.log" 2>/dev/null ||
+			echo "note: the $l capture did not start: $(tail -n 1 "$IO_WORK/tcpdump-$l.log" 2>/dev/null)"
+	done
+}
+
+# io_split_captures: every runN/ with a "window" file (its start and end,
+# seconds since the epoch: io_pair_*) gets its own slice of rxe.pcap and
+# oob.pcap (pcap_split.py). Called when something failed.
+io_split_captures() {
+	local c d args w
+	[ -x /usr/bin/python3 ] || return 0
+	for c in rxe oob; do
+		[ -s "$IO_WORK/$c.pcap" ] || continue
+		args=()
+		for d in "$IO_WORK"/run*; do
+			[ -s "$d/window" ] || continue
+			read -r -a w <"$d/window"
+			[ ${#w[@]} -eq 2 ] || continue
+			args+=("$d/$c.pcap" "${w[0]}" "${w[1]}")
+		done
+		[ ${#args[@]} -gt 0 ] || continue
+		/usr/bin/python3 "$IO_HERE/pcap_split.py" "$IO_WORK/$c.pcap" "${args[@]}" ||
+			echo "note: could not split $c.pcap per run"
+	done
 }
 
 io_stop_captures() {
@@ -370,7 +426,9 @@ io_suite_cleanup() {
 	io_cleanup
 	if [ -n "$IO_WORK" ] && [ -d "$IO_WORK" ]; then
 		if [ "$IO_FAILS" -gt 0 ] || [ -n "${DROCE_INTEROP_KEEP:-}" ]; then
-			echo "work directory kept: $IO_WORK (console.log, run*/, rxe.pcap, oob.pcap)"
+			[ "$IO_FAILS" -eq 0 ] || io_split_captures
+			echo "work directory kept: $IO_WORK (console.log, rxe.pcap, oob.pcap;" \
+			     "run*/ with each run's own rxe.pcap and oob.pcap when something failed)"
 		else
 			rm -rf "$IO_WORK"
 		fi
@@ -468,6 +526,14 @@ io_suite_init() {
 # io_suite_end <name>: stop the guest and the captures, print the summary
 # line; returns 0 when nothing failed
 io_suite_end() {
+	local left
+	# nothing of the runs may be left running in the guest (a leftover
+	# client retries for ever and slows every later run down)
+	left=$(io_guest_run 10 "ps -o pid,args | awk '\$2 ~ /^(ibv_|ib_|rping)/'")
+	if [ -n "$left" ]; then
+		io_fail "left running in the guest: $(echo "$left" | tr '\n' '|')"
+		io_guest_run 10 "kill -KILL $(echo "$left" | awk '{printf "%s ", $1}')" >/dev/null
+	fi
 	[ "$IO_REUSE" = 1 ] || io_shutdown_guest
 	io_stop_captures
 	echo "interop $1: $IO_RUN run(s), $IO_FAILS failure(s), $((SECONDS - IO_START))s"
@@ -478,18 +544,86 @@ io_suite_end() {
 # droce over the namespace's DPDK veth (two lines, for env(1)):
 #   engine  -l 0-1 and lcore=1: droce's engine on its own lcore
 #   app*    -l 1 and lcore=app: the engine runs in the program's verbs calls
+# IO_DROCE_MTU (1024 or 4096, see io_jumbo) is droce's path MTU;
+# IO_DROCE_IMPAIR, when set, droce's impair= devarg (k:v/k:v).
+IO_DROCE_MTU=1024
+IO_DROCE_IMPAIR=
+# net_af_packet's frames hold 2048 bytes (less its 32-byte header) unless
+# told otherwise, and it says 1518-byte frames whatever its framesz. For
+# path MTU 4096 (RoCE frames up to about 4200 bytes): 4352-byte frames
+# (a multiple of 16; what the kernel writes starts 34 bytes in, so
+# 4318-byte frames fit; what droce's 4352-byte mbufs take), 16 per
+# 69632-byte block (17 pages: the PMD lays the frames out back to back,
+# so they must fill the block exactly), and port_mtu= tells droce.
+IO_AFP_JUMBO=framesz=4352,blocksz=69632
+IO_PORT_MTU_JUMBO=4288
 io_droce_env() {
-	local mem
+	local mem vdev dev lc=1 cores=0-1
 	mem=$(io_eal_mem)
-	if [ "${1%%-*}" = engine ]; then
-		echo "DROCE_EAL_ARGS=-l 0-1 $mem --no-pci --file-prefix drio$$-$2" \
-		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
-		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=1"
-	else
-		echo "DROCE_EAL_ARGS=-l 1 $mem --no-pci --file-prefix drio$$-$2" \
-		     "--log-level=*:warning --vdev=net_af_packet0,iface=$IO_DROCE_IF"
-		echo "DROCE_DEVICES=port=net_af_packet0,ip=$IO_DROCE_IP,mtu=1024,lcore=app"
+	[ "${1%%-*}" = engine ] || { lc=app; cores=1; }
+	vdev="net_af_packet0,iface=$IO_DROCE_IF"
+	dev="port=net_af_packet0,ip=$IO_DROCE_IP,mtu=$IO_DROCE_MTU,lcore=$lc"
+	if [ "$IO_DROCE_MTU" -gt 1024 ]; then
+		vdev+=",$IO_AFP_JUMBO"
+		dev+=",port_mtu=$IO_PORT_MTU_JUMBO"
 	fi
+	[ -z "$IO_DROCE_IMPAIR" ] || dev+=",impair=$IO_DROCE_IMPAIR"
+	echo "DROCE_EAL_ARGS=-l $cores $mem --no-pci --file-prefix drio$$-$2" \
+	     "--log-level=*:warning --vdev=$vdev"
+	echo "DROCE_DEVICES=$dev"
+}
+
+# io_jumbo <on|off>: MTU 9000 (on) or 1500 on every link between droce
+# and rxe (the guest's eth0, its tap, the bridge, the veth pair), and
+# droce's path MTU (IO_DROCE_MTU) 4096 or 1024. rxe's active MTU follows
+# its netdev's: 4096 from 4096 + headers up. Returns 1 when rxe0 does not
+# report active_mtu 4096 (on) or 1024 (off).
+io_jumbo() {
+	local m=1500 want=1024 l out
+	[ "$1" = on ] && { m=9000; want=4096; }
+	for l in dr-br-roce dr-tap-roce "$IO_DROCE_IF" dr-droce-br; do
+		nsx ip link set "$l" mtu "$m" || return 1
+	done
+	out=$(io_guest_run 10 "/bin/ip link set eth0 mtu $m &&
+		ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p'")
+	IO_DROCE_MTU=$want
+	IO_RXE_MTU=$out
+	[ "$out" = "$want" ]
+}
+
+# pcap_settle <file>: until tcpdump has written what it has (the file's
+# size stays put for half a second; 5 s at most)
+pcap_settle() {
+	local a b
+	a=$(stat -c %s "$1")
+	for _ in $(seq 1 10); do
+		sleep 0.5
+		b=$(stat -c %s "$1")
+		[ "$a" = "$b" ] && return 0
+		a=$b
+	done
+}
+
+# io_jumbo_check_capture <label> [<source IP>...]: rxe.pcap (so far)
+# holds RoCE frames with full 4096-byte payloads (4154 bytes and more)
+# from each source (default: droce and rxe), and none longer than path
+# MTU 4096 allows (4096 + the largest headers: Ethernet, IPv4, UDP, BTH,
+# RETH, ImmDt, ICRC = 4174)
+io_jumbo_check_capture() {
+	local f=$IO_WORK/rxe.pcap src n lbl=$1
+	command -v tcpdump >/dev/null 2>&1 && [ -s "$f" ] || return 0
+	pcap_settle "$f"
+	shift
+	[ $# -gt 0 ] || set -- "$IO_DROCE_IP" "$IO_GUEST_ROCE_IP"
+	for src in "$@"; do
+		n=$(tcpdump -nr "$f" "udp port 4791 and src host $src and greater 4154" 2>/dev/null | wc -l)
+		[ "$n" -gt 0 ] || io_fail "$lbl: no 4096-byte payloads from $src in the capture"
+	done
+	for src in "$IO_DROCE_IP" "$IO_GUEST_ROCE_IP"; do
+		n=$(tcpdump -nr "$f" "udp port 4791 and src host $src and greater 4175" 2>/dev/null | wc -l)
+		[ "$n" -eq 0 ] || io_fail "$lbl: $n frames from $src longer than path MTU 4096 allows"
+	done
+	echo "MTU 4096 on the wire: $(tcpdump -nr "$f" "udp port 4791 and greater 4154" 2>/dev/null | wc -l) frames with 4096-byte payloads"
 }
 
 # io_guest_unpin: the guest forgets droce's MAC, the pinned (permanent)
@@ -589,7 +723,7 @@ io_guest_wait_listen() {
 # killed. Leaves <dir>/rxe.out (and .hw), droce.out, droce.err; the exit
 # codes in IO_GRC (124: still running, killed) and IO_DRC.
 io_pair_rxe_server() {
-	local mode=$1 dir=$2 port=$3 gcmd=$4 id env1 env2 t
+	local mode=$1 dir=$2 port=$3 gcmd=$4 id env1 env2 t t0
 	shift 4
 	IO_RUN=$((IO_RUN + 1))
 	id=job$IO_RUN
@@ -598,6 +732,8 @@ io_pair_rxe_server() {
 	mkdir -p "$dir"
 	printf '%s\n' "$gcmd" >"$dir/rxe.cmd"
 	printf '%s\n' "$*" >"$dir/droce.cmd"
+	t0=$(date +%s.%N)
+	echo "$t0 $(date -d '+300 sec' +%s.%N)" >"$dir/window"
 	if ! io_guest_start "$id" "$(io_hw_wrap "$gcmd")"; then
 		echo "the guest job did not start" >"$dir/rxe.out"
 		return 1
@@ -611,8 +747,9 @@ io_pair_rxe_server() {
 	[ $IO_DRC -eq 0 ] && t=40
 	io_guest_wait "$id" "$(io_limit $t)" >"$dir/rxe.out" 2>&1
 	IO_GRC=$?
-	[ $IO_GRC -eq 124 ] && io_guest_kill "$id"
+	case $IO_GRC in 124|125) io_guest_kill "$id" ;; esac
 	io_hw_split "$dir/rxe.out"
+	echo "$t0 $(date +%s.%N)" >"$dir/window"
 	return 0
 }
 
@@ -622,7 +759,7 @@ io_pair_rxe_server() {
 # guest, 40 s at most. Output files and IO_GRC/IO_DRC as
 # io_pair_rxe_server (IO_DRC 143: killed after the client failed).
 io_pair_droce_server() {
-	local mode=$1 dir=$2 port=$3 gcmd=$4 spid env1 env2
+	local mode=$1 dir=$2 port=$3 gcmd=$4 spid env1 env2 t0
 	shift 4
 	IO_RUN=$((IO_RUN + 1))
 	IO_GRC=125
@@ -630,6 +767,8 @@ io_pair_droce_server() {
 	mkdir -p "$dir"
 	printf '%s\n' "$gcmd" >"$dir/rxe.cmd"
 	printf '%s\n' "$*" >"$dir/droce.cmd"
+	t0=$(date +%s.%N)
+	echo "$t0 $(date -d '+300 sec' +%s.%N)" >"$dir/window"
 	{ read -r env1; read -r env2; } < <(io_droce_env "$mode" "$IO_RUN")
 	nsx env "$env1" "$env2" timeout -k 3 "$(io_limit 60)" "$@" \
 		>"$dir/droce.out" 2>"$dir/droce.err" &
@@ -647,7 +786,7 @@ io_pair_droce_server() {
 		IO_DRC=143
 		return 1
 	fi
-	io_guest_run "$(io_limit 40)" "$(io_hw_wrap "$gcmd")" >"$dir/rxe.out" 2>&1
+	io_guest_job "cjob$IO_RUN" "$(io_limit 40)" "$(io_hw_wrap "$gcmd")" >"$dir/rxe.out" 2>&1
 	IO_GRC=$?
 	io_hw_split "$dir/rxe.out"
 	if [ $IO_GRC -ne 0 ]; then
@@ -664,5 +803,6 @@ io_pair_droce_server() {
 		IO_DRC=$?
 	fi
 	IO_PIDS=()
+	echo "$t0 $(date +%s.%N)" >"$dir/window"
 	return 0
 }

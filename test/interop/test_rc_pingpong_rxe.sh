@@ -23,6 +23,9 @@
 #   DROCE_INTEROP_SIZES     message sizes (default "64 1024 4096 65536")
 #   DROCE_INTEROP_ITERS     -n (default 5: the guest is emulated, TCG)
 #   DROCE_INTEROP_MODES     "engine app app-arp" (default) or some of them
+#   DROCE_INTEROP_SIZES_4096  sizes at path MTU 4096 (default "4096 12345
+#                           65536"; "" for none), in the first of
+#                           DROCE_INTEROP_MODES that runs here
 #   DROCE_INTEROP_KEEP=1    keep the work directory (logs, console, pcap);
 #                           it is always kept when something fails
 #   DROCE_INTEROP_CACHE     guest cache (see build-guest.sh)
@@ -35,11 +38,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SIZES=${DROCE_INTEROP_SIZES:-64 1024 4096 65536}
 ITERS=${DROCE_INTEROP_ITERS:-5}
 MODES=${DROCE_INTEROP_MODES:-engine app app-arp}
+SIZES_4096=${DROCE_INTEROP_SIZES_4096-4096 12345 65536}
 PORT=18515
 
 unset DROCE_EAL_ARGS DROCE_DEVICES
 IO_LOG_PREFIX=interop
-IO_BUDGET=180		# seconds after the guest build (a run takes about 55)
+IO_BUDGET=180		# seconds after the guest build (a run takes about 80)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
@@ -93,6 +97,7 @@ cross() {
 }
 
 PP_ARGS=(-p "$PORT" -g 1 -m 1024 -n "$ITERS" -c)
+MTU=1024
 
 # result <label> <before> <server out> <client out> <server rc> <client rc>
 result() {
@@ -117,7 +122,7 @@ result() {
 # rc_pingpong client in the namespace
 guest_server() {
 	local mode=$1 size=$2 label dir before=$IO_FAILS
-	label="$mode size $size: rxe server, droce client"
+	label="$mode${MTU_TAG:-} size $size: rxe server, droce client"
 	dir=$IO_WORK/run$((IO_RUN + 1))
 	if [ "$(io_remaining)" -le 5 ]; then
 		fail "$label: out of time budget (${IO_BUDGET}s)"
@@ -134,7 +139,7 @@ guest_server() {
 # ibv_rc_pingpong client in the guest
 droce_server() {
 	local mode=$1 size=$2 label dir before=$IO_FAILS
-	label="$mode size $size: droce server, rxe client"
+	label="$mode${MTU_TAG:-} size $size: droce server, rxe client"
 	dir=$IO_WORK/run$((IO_RUN + 1))
 	if [ "$(io_remaining)" -le 5 ]; then
 		fail "$label: out of time budget (${IO_BUDGET}s)"
@@ -152,12 +157,33 @@ droce_server() {
 
 # ---------------------------------------------------------------- runs
 
+MODE_4096=
 for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
+	[ -n "$MODE_4096" ] || MODE_4096=$mode
 	for s in $SIZES; do
 		guest_server "$mode" "$s"
 		droce_server "$mode" "$s"
 	done
 done
+
+# Path MTU 4096: jumbo links, rxe's active MTU 4096, droce's mtu=4096 on
+# bigger af_packet frames (lib.sh: io_jumbo, io_droce_env); -m 4096 on
+# both sides. Then the capture must hold 4096-byte payloads both ways.
+if [ -n "$SIZES_4096" ] && [ -n "$MODE_4096" ]; then
+	if ! io_jumbo on; then
+		fail "MTU 4096: rxe0 active_mtu '$IO_RXE_MTU' after MTU 9000 on its netdev"
+	else
+		io_mode_prepare "$MODE_4096" >/dev/null
+		PP_ARGS=(-p "$PORT" -g 1 -m 4096 -n "$ITERS" -c)
+		MTU_TAG=" mtu 4096"
+		for s in $SIZES_4096; do
+			guest_server "$MODE_4096" "$s"
+			droce_server "$MODE_4096" "$s"
+		done
+		io_jumbo_check_capture "rc_pingpong mtu 4096"
+	fi
+	io_jumbo off || fail "MTU back to 1500: rxe0 active_mtu '$IO_RXE_MTU'"
+fi
 
 io_suite_end rc_pingpong

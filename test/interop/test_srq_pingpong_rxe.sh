@@ -18,7 +18,7 @@
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (neighbour pinned).
 #
-# Environment (optional): DROCE_INTEROP_SIZES (default "64 4096 16384"),
+# Environment (optional): DROCE_INTEROP_SIZES (default "64 4096 16384 65536"),
 # DROCE_INTEROP_QPS (-q for those, default 4), DROCE_INTEROP_ITERS (-n,
 # iterations in total over the QPs, default 20), DROCE_INTEROP_MODES
 # (default "engine app"), and those of lib.sh (DROCE_INTEROP_SKIP,
@@ -29,7 +29,7 @@ set -u
 
 BIN=${1:?usage: $0 <srq_pingpong>}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SIZES=${DROCE_INTEROP_SIZES:-64 4096 16384}
+SIZES=${DROCE_INTEROP_SIZES:-64 4096 16384 65536}
 QPS=${DROCE_INTEROP_QPS:-4}
 ITERS=${DROCE_INTEROP_ITERS:-20}
 MODES=${DROCE_INTEROP_MODES:-engine app}

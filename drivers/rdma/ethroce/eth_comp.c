@@ -56,12 +56,23 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 		}
 		if (op_is_rd_atomic(st->opcode) && !st->done) {
 			/* A later ACK implies the READ/atomic response was lost
-			 * (IBTA 9.7.7.2.1 implied NAK): ask again. */
+			 * (IBTA 9.7.7.2.1 implied NAK): ask again, once per
+			 * missing PSN, as for a gap in READ responses. Every
+			 * response of the later READs still in flight implies
+			 * the same: going back for each one made a slow
+			 * responder replay whole READs hundreds of times
+			 * (rxe under loss) until this QP ran out of retries.
+			 * If the request is lost again, the timer resends. */
+			uint32_t want = roce_psn_add(st->psn_first, st->rcvd);
+
 			if (roce_psn_diff(qp->req_una_psn, st->psn_first) > 0)
-				qp->req_una_psn = roce_psn_add(st->psn_first,
-							       st->rcvd);
+				qp->req_una_psn = want;
 			publish_sq_ci(qp);
-			eth_req_retransmit(qp, roce_psn_add(st->psn_first, st->rcvd));
+			if (!qp->req_gap_seen || qp->req_gap_psn != want) {
+				qp->req_gap_seen = true;
+				qp->req_gap_psn = want;
+				eth_req_retransmit(qp, want);
+			}
 			return;
 		}
 		eth_complete_send(qp, qp->req_acked, IBV_WC_SUCCESS);

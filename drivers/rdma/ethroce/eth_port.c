@@ -52,6 +52,10 @@ int eth_port_setup(struct droce_dev *dev)
 
 		if (info.max_rx_pktlen > l2)
 			lim = RTE_MIN(lim, info.max_rx_pktlen - l2);
+		/* port_mtu= overrides a PMD that under-reports: net_af_packet
+		 * says 1518-byte frames whatever its framesz */
+		if (dev->args.port_mtu)
+			lim = dev->args.port_mtu;
 		while (m > 256 && m + ETH_L3_OVERHEAD > lim)
 			m >>= 1;
 		if (m + ETH_L3_OVERHEAD > lim) {
@@ -66,6 +70,15 @@ int eth_port_setup(struct droce_dev *dev)
 		mtu = m + ETH_L3_OVERHEAD;
 		if (info.min_mtu && mtu < info.min_mtu)
 			mtu = info.min_mtu;
+		/* ethdev refuses an MTU over what the PMD reports (its MTU,
+		 * its frame length), even when port_mtu= says it carries more */
+		if (dev->args.port_mtu) {
+			if (info.max_mtu && mtu > info.max_mtu)
+				mtu = info.max_mtu;
+			if (info.max_rx_pktlen > l2 &&
+			    mtu > info.max_rx_pktlen - l2)
+				mtu = info.max_rx_pktlen - l2;
+		}
 	}
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = mtu;

@@ -346,6 +346,13 @@ void eth_req_arm_timer(struct droce_qp *qp)
 	    qp->transport != ROCE_TRANSPORT_RC)
 		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3); UC/UD: no ACKs */
 	ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
+	/* Back off while no ACK comes: 1x, 2x, then 4x the programmed
+	 * timeout until progress (ack_upto) resets req_retries. A peer
+	 * slower than the timeout (rxe under emulation answered a 64-packet
+	 * message after 11 timeouts' worth) is waited for over retry_cnt
+	 * retries without resending whole messages at it every period;
+	 * a dead peer is still found within 27 periods for retry_cnt 7. */
+	ns <<= RTE_MIN(qp->req_retries, 2u);
 	qp->req_timer_tsc = eth_now() + (uint64_t)((double)ns *
 				(double)qp->eng->tsc_hz / 1e9);
 	eth_qp_timer_arm(qp->eng, qp);
