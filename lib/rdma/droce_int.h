@@ -270,6 +270,7 @@ enum droce_qp_flags {
 	DROCE_QPF_REQ_STALL = 1u << 6,	/* a local error waits behind older WQEs */
 	DROCE_QPF_RESP_DEAD = 1u << 7,	/* a fatal NAK waits behind owed responses */
 	DROCE_QPF_LAST_WQE = 1u << 8,	/* IBV_EVENT_QP_LAST_WQE_REACHED sent */
+	DROCE_QPF_ON_RESP = 1u << 9,	/* linked on the engine's responder list */
 };
 
 struct droce_qp {
@@ -334,6 +335,7 @@ struct droce_qp {
 	/* ---- engine-owned from here ---- */
 	uint32_t flags __rte_cache_aligned;
 	struct droce_qp *active_next;	/* engine active list */
+	struct droce_qp *resp_next;	/* engine responder list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */
 	struct droce_qp *timer_next;	/* engine timer wheel slot */
 	struct droce_qp **timer_pprev;
