@@ -32,8 +32,15 @@ extern int droce_logtype;
 extern int droce_trace_logtype;
 void droce_trace_pkt(const char *dir, const char *dev,
 		     const struct roce_pkt *p);
+/* The trace level as last looked at: engines refresh it once per timer
+ * tick (droce_trace_refresh) instead of asking rte_log for every frame. */
+extern bool droce_trace_on;
+static inline void droce_trace_refresh(void)
+{
+	droce_trace_on = rte_log_can_log(droce_trace_logtype, RTE_LOG_DEBUG);
+}
 #define DROCE_TRACE(dir, dev, p) do { \
-	if (unlikely(rte_log_can_log(droce_trace_logtype, RTE_LOG_DEBUG))) \
+	if (unlikely(droce_trace_on)) \
 		droce_trace_pkt(dir, dev, p); \
 } while (0)
 #define DROCE_LOG(level, fmt, ...) \
@@ -306,6 +313,7 @@ struct droce_qp {
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
+	struct roce_hdr_cache hdr_cache;	/* L2..UDP bytes as last built (engine) */
 	bool tmpl_ready;		/* destination MAC resolved */
 
 	/* send queue: application side */

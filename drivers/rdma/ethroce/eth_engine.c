@@ -281,6 +281,7 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	/* After a long stall, one lap of the wheel visits every QP. */
 	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
 		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
+	droce_trace_refresh();
 	for (uint32_t i = 0; i < eng->nb_devs; i++) {
 		eth_arp_timer(eng->devs[i], now);
 		eth_port_check(eng->devs[i], now);
@@ -488,6 +489,7 @@ static struct droce_engine *engine_new(int lcore)
 	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
 		eng->tick_shift++;
 	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
+	droce_trace_refresh();
 	rte_spinlock_init(&eng->exec_lock);
 	rte_spinlock_init(&eng->app_lock);
 	return eng;

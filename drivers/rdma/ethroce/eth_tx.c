@@ -26,7 +26,8 @@ struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 	p->pad = (uint8_t)pad;
 	p->ip_id = dev->ip_id++;
 	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	hlen = roce_build_hdrs(buf, p);
+	/* Ethernet..UDP come from the QP's last frame when they match. */
+	hlen = roce_build_hdrs_cached(buf, p, &qp->hdr_cache);
 	if (unlikely(hlen + payload_len + pad + ROCE_ICRC_LEN >
 		     rte_pktmbuf_tailroom(m))) {
 		rte_pktmbuf_free(m);
