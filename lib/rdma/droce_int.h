@@ -46,6 +46,9 @@ static inline void droce_trace_refresh(void)
 #define DROCE_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, droce_logtype, "droce: " fmt "\n", ##__VA_ARGS__)
 
+/* mbufs an engine allocates per bulk call for the frames it builds. */
+#define DROCE_MSTASH		16
+
 /* Device limits (reported by ibv_query_device). */
 #define DROCE_MAX_QP		16384
 #define DROCE_MAX_MR		65536
@@ -204,7 +207,7 @@ struct droce_wq {
 	rte_spinlock_t lock;
 	struct droce_srq *srq;		/* NULL: a QP's own queue */
 	volatile uint32_t db __rte_cache_aligned;	/* producer, application */
-	volatile uint32_t ci;				/* consumer, engine */
+	volatile uint32_t ci __rte_cache_aligned;	/* consumer, engine */
 	volatile uint32_t limit;	/* SRQ limit armed (0: not armed) */
 };
 
@@ -335,10 +338,12 @@ struct droce_qp {
 	struct droce_wq own_rq;
 	struct droce_srq *srq;
 
-	/* doorbell records and consumer indexes, shared */
+	/* Doorbell record and consumer index, shared: each on its own cache
+	 * line, so a post (app writes sq_db) and a completion (engine writes
+	 * sq_ci) do not bounce one line between the cores twice. */
 	volatile uint32_t sq_db __rte_cache_aligned;	/* producer, app */
-	volatile uint32_t sq_ci;			/* consumer, engine */
 	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
+	volatile uint32_t sq_ci __rte_cache_aligned;	/* consumer, engine */
 
 	/* ---- engine-owned from here ---- */
 	uint32_t flags __rte_cache_aligned;
@@ -469,6 +474,9 @@ struct droce_dev {
 	uint32_t txq_len;
 	uint32_t txq_cap;
 	uint16_t ip_id;
+	/* mbufs taken from pool in bulk, handed out one per frame built */
+	uint32_t mstash_n;
+	struct rte_mbuf *mstash[DROCE_MSTASH];
 	struct droce_dev_stats st;
 };
 
