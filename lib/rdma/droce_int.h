@@ -179,6 +179,7 @@ struct droce_cq {
 	volatile uint32_t ci_db;
 	/* engine-owned */
 	uint32_t pi __rte_cache_aligned;
+	uint32_t ci_seen;		/* ci_db as last read */
 	bool overrun;
 };
 
@@ -328,6 +329,7 @@ struct droce_qp {
 	uint32_t sq_max_inline;
 	uint32_t sq_max_sge;
 	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
+	uint32_t sq_ci_seen;		/* sq_ci as last read (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */

@@ -123,11 +123,16 @@ static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
 	droce_drv->qp_notify(qp);
 }
 
+/* Room is judged from the consumer index last seen, and sq_ci (a line the
+ * engine writes) is read again only when that says full: most posts then
+ * touch no line of the engine's. A stale value only under-estimates the
+ * room (or, after a reset, looks out of range): either way it is re-read. */
 static inline bool sq_full(struct droce_qp *qp, uint32_t pi)
 {
-	uint32_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
-
-	return pi - ci >= qp->sq_cnt;
+	if (likely(pi - qp->sq_ci_seen < qp->sq_cnt))
+		return false;
+	qp->sq_ci_seen = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
+	return pi - qp->sq_ci_seen >= qp->sq_cnt;
 }
 
 static inline void set_ctrl(struct droce_qp *qp, uint8_t *wqe, uint32_t pi,

@@ -924,6 +924,7 @@ void eth_qp_reset(struct droce_qp *qp)
 	/* IBTA 10.3.1: RESET empties both queues without completions. */
 	qp->resp_have_wqe = false;
 	qp->sq_pi_app = 0;
+	qp->sq_ci_seen = 0;
 	__atomic_store_n(&qp->sq_db, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->sq_ci, 0, __ATOMIC_RELEASE);
 	qp->own_rq.pi_app = 0;
