@@ -235,6 +235,11 @@ static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 		bool last = qp == tail;
 		struct droce_qp *next = *qp_next(qp, resp);
 
+		/* With thousands of QPs the next one is cold: fetch its
+		 * engine line while this one is served. */
+		if (next)
+			rte_prefetch0(&next->flags);
+
 		if (unlikely(eth_tx_busy(qp->dev))) {
 			eng->backlog = true;
 			if (++skips > ETH_BUSY_SKIPS || last || next == NULL)
@@ -332,7 +337,7 @@ int eth_engine_iter(struct droce_engine *eng)
 	/* While a transmit queue is backed up, receive more: what comes in
 	 * (ACKs, and the frames the peer is waiting to hand back) is what
 	 * drains it. */
-	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : 1;
+	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : ETH_RX_BURSTS;
 
 	eng->backlog = false;
 	for (uint32_t i = 0; i < nd; i++) {

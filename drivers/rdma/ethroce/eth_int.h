@@ -21,7 +21,8 @@
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
 #define ETH_ACTIVE_VISITS	128	/* QPs serviced per engine iteration */
 #define ETH_BUSY_SKIPS		8	/* QPs passed over for a full tx queue, per iteration */
-#define ETH_RX_BURSTS_BACKLOG	4	/* rx bursts per device while tx is backed up */
+#define ETH_RX_BURSTS		4	/* rx bursts per device per iteration (while full) */
+#define ETH_RX_BURSTS_BACKLOG	8	/* the same while a tx queue is backed up */
 #define ETH_EXEC_SPIN_US	50	/* control call: spin this long before sleeping */
 #define ETH_TXQ_CAP		4096
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
