@@ -32,12 +32,22 @@ extern int droce_logtype;
 extern int droce_trace_logtype;
 void droce_trace_pkt(const char *dir, const char *dev,
 		     const struct roce_pkt *p);
+/* The trace level as last looked at: engines refresh it once per timer
+ * tick (droce_trace_refresh) instead of asking rte_log for every frame. */
+extern bool droce_trace_on;
+static inline void droce_trace_refresh(void)
+{
+	droce_trace_on = rte_log_can_log(droce_trace_logtype, RTE_LOG_DEBUG);
+}
 #define DROCE_TRACE(dir, dev, p) do { \
-	if (unlikely(rte_log_can_log(droce_trace_logtype, RTE_LOG_DEBUG))) \
+	if (unlikely(droce_trace_on)) \
 		droce_trace_pkt(dir, dev, p); \
 } while (0)
 #define DROCE_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, droce_logtype, "droce: " fmt "\n", ##__VA_ARGS__)
+
+/* mbufs an engine allocates per bulk call for the frames it builds. */
+#define DROCE_MSTASH		16
 
 /* Device limits (reported by ibv_query_device). */
 #define DROCE_MAX_QP		16384
@@ -176,6 +186,7 @@ struct droce_cq {
 	volatile uint32_t ci_db;
 	/* engine-owned */
 	uint32_t pi __rte_cache_aligned;
+	uint32_t ci_seen;		/* ci_db as last read */
 	bool overrun;
 };
 
@@ -204,7 +215,7 @@ struct droce_wq {
 	rte_spinlock_t lock;
 	struct droce_srq *srq;		/* NULL: a QP's own queue */
 	volatile uint32_t db __rte_cache_aligned;	/* producer, application */
-	volatile uint32_t ci;				/* consumer, engine */
+	volatile uint32_t ci __rte_cache_aligned;	/* consumer, engine */
 	volatile uint32_t limit;	/* SRQ limit armed (0: not armed) */
 };
 
@@ -279,6 +290,7 @@ enum droce_qp_flags {
 	DROCE_QPF_REQ_STALL = 1u << 6,	/* a local error waits behind older WQEs */
 	DROCE_QPF_RESP_DEAD = 1u << 7,	/* a fatal NAK waits behind owed responses */
 	DROCE_QPF_LAST_WQE = 1u << 8,	/* IBV_EVENT_QP_LAST_WQE_REACHED sent */
+	DROCE_QPF_ON_RESP = 1u << 9,	/* linked on the engine's responder list */
 };
 
 struct droce_qp {
@@ -314,6 +326,7 @@ struct droce_qp {
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
+	struct roce_hdr_cache hdr_cache;	/* L2..UDP bytes as last built (engine) */
 	bool tmpl_ready;		/* destination MAC resolved ... */
 	uint32_t neigh_gen;		/* ... and still current while
 					 * *neigh_genp == neigh_gen (the
@@ -330,6 +343,7 @@ struct droce_qp {
 	uint32_t sq_max_inline;
 	uint32_t sq_max_sge;
 	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
+	uint32_t sq_ci_seen;		/* sq_ci as last read (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */
@@ -340,14 +354,17 @@ struct droce_qp {
 	struct droce_wq own_rq;
 	struct droce_srq *srq;
 
-	/* doorbell records and consumer indexes, shared */
+	/* Doorbell record and consumer index, shared: each on its own cache
+	 * line, so a post (app writes sq_db) and a completion (engine writes
+	 * sq_ci) do not bounce one line between the cores twice. */
 	volatile uint32_t sq_db __rte_cache_aligned;	/* producer, app */
-	volatile uint32_t sq_ci;			/* consumer, engine */
 	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
+	volatile uint32_t sq_ci __rte_cache_aligned;	/* consumer, engine */
 
 	/* ---- engine-owned from here ---- */
 	uint32_t flags __rte_cache_aligned;
 	struct droce_qp *active_next;	/* engine active list */
+	struct droce_qp *resp_next;	/* engine responder list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */
 	struct droce_qp *timer_next;	/* engine timer wheel slot */
 	struct droce_qp **timer_pprev;
@@ -481,6 +498,9 @@ struct droce_dev {
 	uint32_t txq_len;
 	uint32_t txq_cap;
 	uint16_t ip_id;
+	/* mbufs taken from pool in bulk, handed out one per frame built */
+	uint32_t mstash_n;
+	struct rte_mbuf *mstash[DROCE_MSTASH];
 	struct droce_dev_stats st;
 };
 

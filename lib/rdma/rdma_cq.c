@@ -24,10 +24,13 @@
 
 bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
 {
-	uint32_t ci = __atomic_load_n(&cq->ci_db, __ATOMIC_ACQUIRE);
 	struct droce_cqe *d;
 
-	if (unlikely(cq->pi - ci >= cq->size)) {
+	/* The application's ci_db (its cache line) is read only when the ring
+	 * looks full from the value last seen. */
+	if (unlikely(cq->pi - cq->ci_seen >= cq->size))
+		cq->ci_seen = __atomic_load_n(&cq->ci_db, __ATOMIC_ACQUIRE);
+	if (unlikely(cq->pi - cq->ci_seen >= cq->size)) {
 		/* IBTA 11.6.3.2: a CQ overrun is a CQ error, reported once. */
 		if (!cq->overrun)
 			droce_async_event(cq->cq.context, IBV_EVENT_CQ_ERR, &cq->cq);
@@ -402,6 +405,7 @@ static void resize_apply(void *arg)
 	cq->pi = n;
 	cq->ci = 0;
 	cq->ci_db = 0;
+	cq->ci_seen = 0;
 	cq->cq.cqe = (int)j->size - 1;
 }
 

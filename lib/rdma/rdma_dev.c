@@ -23,6 +23,7 @@
 
 RTE_LOG_REGISTER(droce_logtype, droce, INFO);
 RTE_LOG_REGISTER(droce_trace_logtype, droce.trace, NOTICE);
+bool droce_trace_on;
 
 void droce_trace_pkt(const char *dir, const char *dev, const struct roce_pkt *p)
 {

@@ -109,17 +109,30 @@ static inline void set_bind_seg(uint8_t *seg, const struct ibv_mw *mw,
 	b->length = bi->length;
 }
 
+/*
+ * Publish the WQEs (release: their bytes before the index), then notify.
+ * The notify's exchange on db_pending is a full barrier (a locked
+ * instruction on x86, an RCsc RMW after a release store on Arm), so this
+ * store is visible before db_pending is read: the engine, which clears
+ * db_pending with a full barrier before it reads sq_db, cannot miss it.
+ * One locked instruction per post instead of two.
+ */
 static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
 {
-	__atomic_store_n(&qp->sq_db, pi, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&qp->sq_db, pi, __ATOMIC_RELEASE);
 	droce_drv->qp_notify(qp);
 }
 
+/* Room is judged from the consumer index last seen, and sq_ci (a line the
+ * engine writes) is read again only when that says full: most posts then
+ * touch no line of the engine's. A stale value only under-estimates the
+ * room (or, after a reset, looks out of range): either way it is re-read. */
 static inline bool sq_full(struct droce_qp *qp, uint32_t pi)
 {
-	uint32_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
-
-	return pi - ci >= qp->sq_cnt;
+	if (likely(pi - qp->sq_ci_seen < qp->sq_cnt))
+		return false;
+	qp->sq_ci_seen = __atomic_load_n(&qp->sq_ci, __ATOMIC_ACQUIRE);
+	return pi - qp->sq_ci_seen >= qp->sq_cnt;
 }
 
 static inline void set_ctrl(struct droce_qp *qp, uint8_t *wqe, uint32_t pi,
@@ -338,7 +351,8 @@ static int wq_post(struct droce_wq *wq, struct ibv_recv_wr *wr,
 	}
 	if (pi != wq->pi_app) {
 		wq->pi_app = pi;
-		__atomic_store_n(&wq->db, pi, __ATOMIC_SEQ_CST);
+		/* Nothing to notify: the engine looks when a SEND comes. */
+		__atomic_store_n(&wq->db, pi, __ATOMIC_RELEASE);
 	}
 	rte_spinlock_unlock(&wq->lock);
 	if (err && bad_wr)

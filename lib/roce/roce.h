@@ -268,6 +268,31 @@ int roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
 uint32_t roce_build_hdrs(uint8_t *buf, struct roce_pkt *p);
 
 /*
+ * roce_build_hdrs() for a stream of frames that share their L2..UDP fields
+ * (a connected QP's): the first call, and any call whose L2..L4 fields of
+ * `p` (dst_mac .. udp_csum, the IPv4 ID aside) differ from the cached ones,
+ * builds normally and keeps the Ethernet/VLAN/IP/UDP bytes; the others copy
+ * them and patch the lengths, the IPv4 ID and the IPv4 checksum
+ * (incrementally, RFC 1624). Same bytes, same `p` layout fields as
+ * roce_build_hdrs(). Zero the cache before first use.
+ */
+#define ROCE_L2L4_KEY_LEN	offsetof(struct roce_pkt, opcode)
+struct roce_hdr_cache {
+	uint8_t key[ROCE_L2L4_KEY_LEN];	/* p's L2..L4 fields, ip_id 0 */
+	bool valid;
+	uint8_t len;			/* Ethernet + VLAN + IP + UDP bytes */
+	uint8_t l3_off;
+	uint8_t l4_off;
+	uint32_t ip_sum;		/* IPv4: 16-bit sum (native order) of
+					 * the header without length, ID and
+					 * checksum */
+	uint8_t hdr[ROCE_ETH_HLEN + ROCE_VLAN_HLEN + ROCE_IPV6_HLEN +
+		    ROCE_UDP_HLEN];
+};
+uint32_t roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
+				struct roce_hdr_cache *c);
+
+/*
  * CRC32 (IEEE 802.3, reflected, poly 0xEDB88320) with zlib's conventions:
  * start from 0, chain as roce_crc32(roce_crc32(0, a, la), b, lb) ==
  * roce_crc32(0, ab, la + lb). Runs at memory speed (ISA-L when available).

@@ -11,19 +11,77 @@
 #include "roce.h"
 #include "roce_bytes.h"
 
+/* One's-complement sum of len bytes in native 16-bit words (RFC 1071:
+ * the sum is byte-order independent, up to a swap of the result). */
+static inline uint64_t
+sum_native(const uint8_t *b, uint32_t len)
+{
+	uint64_t sum = 0;
+	uint32_t i = 0;
+
+	for (; i + 4 <= len; i += 4) {
+		uint32_t w;
+
+		memcpy(&w, b + i, 4);
+		sum += w;
+	}
+	for (; i + 2 <= len; i += 2) {
+		uint16_t w;
+
+		memcpy(&w, b + i, 2);
+		sum += w;
+	}
+	if (len & 1) {
+		uint8_t last[2] = { b[len - 1], 0 };
+		uint16_t w;
+
+		memcpy(&w, last, 2);
+		sum += w;
+	}
+	return sum;
+}
+
+static inline uint16_t
+fold16(uint64_t sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+/* Native-order 16-bit word at b (for sums). */
+static inline uint16_t
+ld16n(const uint8_t *b)
+{
+	uint16_t w;
+
+	memcpy(&w, b, 2);
+	return w;
+}
+
 uint16_t
 roce_ipv4_cksum(const uint8_t *hdr, uint32_t len)
 {
-	uint32_t sum = 0;
+	uint64_t sum;
+	uint16_t c;
 
-	for (uint32_t i = 0; i + 1 < len; i += 2)
-		if (i != 10)	/* the checksum field itself counts as 0 */
-			sum += rd16(hdr + i);
-	if (len & 1)
-		sum += (uint32_t)hdr[len - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	if (__builtin_expect(len == ROCE_IPV4_HLEN, 1)) {
+		/* The only size droce sends or accepts: five words. */
+		uint32_t w[5];
+
+		memcpy(w, hdr, sizeof(w));
+		sum = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	} else {
+		sum = sum_native(hdr, len);
+	}
+
+	if (len >= 12)
+		sum -= ld16n(hdr + 10);	/* the checksum field counts as 0 */
+	c = (uint16_t)~fold16(sum);
+	/* As a host-order value of the big-endian field. */
+	return rd16((const uint8_t *)&c);
 }
 
 static uint32_t
@@ -149,5 +207,68 @@ roce_build_hdrs(uint8_t *buf, struct roce_pkt *p)
 	p->payload_off = (uint16_t)off;
 	p->frame_len = p->l3_off + (p->ipv6 ? ROCE_IPV6_HLEN : ROCE_IPV4_HLEN) +
 		       l4_len;
+	return off;
+}
+
+uint32_t
+roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
+		       struct roce_hdr_cache *c)
+{
+	const struct roce_opcode_info *oi = roce_opcode_info(p->opcode);
+	uint16_t id = p->ip_id;
+	uint32_t hlen, l4_len, off;
+	bool hit;
+
+	p->ip_id = 0;
+	hit = c->valid && memcmp(c->key, p, ROCE_L2L4_KEY_LEN) == 0;
+	if (__builtin_expect(!hit, 0)) {
+		/* Build the slow way and keep what every frame shares. */
+		memcpy(c->key, p, ROCE_L2L4_KEY_LEN);
+		p->ip_id = id;
+		off = roce_build_hdrs(buf, p);
+		c->len = (uint8_t)p->bth_off;
+		c->l3_off = (uint8_t)p->l3_off;
+		c->l4_off = (uint8_t)p->l4_off;
+		memcpy(c->hdr, buf, c->len);
+		if (!p->ipv6) {
+			const uint8_t *ip = buf + p->l3_off;
+
+			/* Folded: the 64-bit sum of 32-bit words does not
+			 * fit the field. */
+			c->ip_sum = fold16(sum_native(ip, ROCE_IPV4_HLEN) -
+					   ld16n(ip + 2) - ld16n(ip + 4) -
+					   ld16n(ip + 10));
+		}
+		c->valid = true;
+		return off;
+	}
+	p->ip_id = id;
+	if (p->udp_dport == 0)
+		p->udp_dport = ROCE_UDP_DPORT;
+	hlen = oi->name != NULL ? oi->hdr_len : ROCE_BTH_LEN;
+	l4_len = ROCE_UDP_HLEN + hlen + p->payload_len + (p->pad & 3u) +
+		 ROCE_ICRC_LEN;
+	memcpy(buf, c->hdr, sizeof(c->hdr));	/* fixed size: no call */
+	p->l3_off = c->l3_off;
+	p->l4_off = c->l4_off;
+	if (p->ipv6) {
+		wr16(buf + c->l3_off + 4, (uint16_t)l4_len);
+		p->frame_len = c->l3_off + ROCE_IPV6_HLEN + l4_len;
+	} else {
+		uint8_t *ip = buf + c->l3_off;
+		uint16_t ck;
+
+		wr16(ip + 2, (uint16_t)(ROCE_IPV4_HLEN + l4_len));
+		wr16(ip + 4, id);
+		ck = (uint16_t)~fold16((uint64_t)c->ip_sum + ld16n(ip + 2) +
+				       ld16n(ip + 4));
+		memcpy(ip + 10, &ck, 2);	/* native sum: store as is */
+		p->frame_len = c->l3_off + ROCE_IPV4_HLEN + l4_len;
+	}
+	wr16(buf + c->l4_off + 4, (uint16_t)l4_len);
+	p->bth_off = c->len;
+	off = c->len + build_bth_ext(buf + c->len, p,
+				     oi->name != NULL ? oi->flags : 0);
+	p->payload_off = (uint16_t)off;
 	return off;
 }

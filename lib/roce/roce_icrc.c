@@ -34,11 +34,13 @@ mask(uint8_t *b, uint32_t have, uint32_t off, uint32_t n)
 		b[i] = 0xff;
 }
 
-uint32_t
-roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
+/*
+ * CRC over the 8 bytes of 1s and the masked IP + UDP + BTH at l3 (hdr_len
+ * bytes of headers there); *used says how many header bytes it covered.
+ */
+static inline uint32_t
+icrc_masked(const uint8_t *l3, uint32_t hdr_len, bool ipv6, uint32_t *used)
 {
-	/* 8 bytes of 1s, then a masked copy of IP + UDP + BTH: one CRC call
-	 * for all of it, one more for the extended headers. */
 	uint8_t m[8 + IP4_MAX_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN];
 	uint8_t *h = m + 8;
 	uint32_t iphl, n;
@@ -52,9 +54,22 @@ roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
 			iphl = ROCE_IPV4_HLEN;
 	}
 	n = iphl + ROCE_UDP_HLEN + ROCE_BTH_LEN;
+	memset(m, 0xff, 8);
+	if (__builtin_expect(n <= hdr_len && !ipv6 && iphl == ROCE_IPV4_HLEN, 1)) {
+		/* The usual frame: fixed offsets, no bounds to watch. */
+		memcpy(h, l3, ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN);
+		h[IP4_TOS] = 0xff;
+		h[IP4_TTL] = 0xff;
+		h[IP4_CSUM] = 0xff;
+		h[IP4_CSUM + 1] = 0xff;
+		h[ROCE_IPV4_HLEN + UDP_CSUM] = 0xff;
+		h[ROCE_IPV4_HLEN + UDP_CSUM + 1] = 0xff;
+		h[ROCE_IPV4_HLEN + ROCE_UDP_HLEN + BTH_RESV8A] = 0xff;
+		*used = ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN;
+		return roce_crc32(0, m, 8 + *used);
+	}
 	if (n > hdr_len)
 		n = hdr_len;
-	memset(m, 0xff, 8);
 	memcpy(h, l3, n);
 	if (ipv6) {
 		/* Keep the version nibble; TC + flow label are the rest of
@@ -70,18 +85,47 @@ roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
 	}
 	mask(h, n, iphl + UDP_CSUM, 2);
 	mask(h, n, iphl + ROCE_UDP_HLEN + BTH_RESV8A, 1);
-
-	return roce_crc32(roce_crc32(0, m, 8 + n), l3 + n, hdr_len - n);
+	*used = n;
+	return roce_crc32(0, m, 8 + n);
 }
+
+uint32_t
+roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
+{
+	uint32_t n, crc = icrc_masked(l3, hdr_len, ipv6, &n);
+
+	return roce_crc32(crc, l3 + n, hdr_len - n);
+}
+
+/* Frames whose ICRC coverage fits here are checksummed with one CRC call
+ * over a masked copy (ISA-L's cost per call dominates small frames). */
+#define ICRC_SMALL	256
 
 uint32_t
 roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
 {
-	uint32_t crc;
+	uint32_t n, crc, hdr_len = (uint32_t)p->payload_off - p->l3_off;
+	uint32_t cover = p->frame_len - ROCE_ICRC_LEN - p->l3_off;
+	const uint8_t *l3 = frame + p->l3_off;
 
-	crc = roce_icrc_hdrs(frame + p->l3_off,
-			     (uint32_t)p->payload_off - p->l3_off, p->ipv6);
-	crc = roce_crc32(crc, frame + p->payload_off,
-			 p->frame_len - ROCE_ICRC_LEN - p->payload_off);
+	if (!p->ipv6 && cover <= ICRC_SMALL &&
+	    hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
+	    (l3[0] & 0x0f) == 5) {
+		uint8_t m[8 + ICRC_SMALL];
+
+		memset(m, 0xff, 8);
+		memcpy(m + 8, l3, cover);
+		m[8 + IP4_TOS] = 0xff;
+		m[8 + IP4_TTL] = 0xff;
+		m[8 + IP4_CSUM] = 0xff;
+		m[8 + IP4_CSUM + 1] = 0xff;
+		m[8 + ROCE_IPV4_HLEN + UDP_CSUM] = 0xff;
+		m[8 + ROCE_IPV4_HLEN + UDP_CSUM + 1] = 0xff;
+		m[8 + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + BTH_RESV8A] = 0xff;
+		return roce_icrc_final(roce_crc32(0, m, 8 + cover));
+	}
+	/* The extended headers, payload and pad are contiguous: one call. */
+	crc = icrc_masked(l3, hdr_len, p->ipv6, &n);
+	crc = roce_crc32(crc, l3 + n, cover - n);
 	return roce_icrc_final(crc);
 }

@@ -817,6 +817,112 @@ test_mutations(void)
 	       parses, ok, bits);
 }
 
+/* ---- the IPv4 checksum and the header cache ---- */
+
+/* Reference: the RFC 1071 loop over big-endian 16-bit words. */
+static uint16_t
+ref_ipv4_cksum(const uint8_t *h, uint32_t len)
+{
+	uint32_t sum = 0;
+
+	for (uint32_t i = 0; i + 1 < len; i += 2)
+		if (i != 10)
+			sum += (uint32_t)h[i] << 8 | h[i + 1];
+	if (len & 1)
+		sum += (uint32_t)h[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static int
+first_diff(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return (int)i;
+	return -1;
+}
+
+/*
+ * roce_build_hdrs_cached() must give exactly roce_build_hdrs()'s bytes and
+ * layout: for a run of frames of one "connection" (opcodes, lengths, PSNs,
+ * IP IDs changing; cache hits), and when an L2..L4 field changes (misses).
+ */
+static void
+test_hdr_cache(void)
+{
+	static uint8_t fa[ROCE_MAX_HDR_LEN + 64], fb[ROCE_MAX_HDR_LEN + 64];
+	unsigned int hits = 0, runs = 300;
+
+	for (uint32_t n = 0; n < 20000; n++) {
+		uint8_t h[60];
+		uint32_t len = 1 + rnd_below(60);
+
+		rnd_fill(h, sizeof(h));
+		CHECK(roce_ipv4_cksum(h, len) == ref_ipv4_cksum(h, len),
+		      "ipv4 cksum len %u: %04x != %04x", len,
+		      roce_ipv4_cksum(h, len), ref_ipv4_cksum(h, len));
+	}
+	for (unsigned int r = 0; r < runs; r++) {
+		struct roce_hdr_cache cache;
+		struct roce_pkt base, a, b;
+
+		memset(&cache, 0, sizeof(cache));
+		make_frame(fa, &base, supported[rnd_below(N_SUPPORTED)],
+			   rnd() & 1, rnd() & 1, 64);
+		for (unsigned int k = 0; k < 40; k++) {
+			uint8_t op = supported[rnd_below(N_SUPPORTED)];
+			uint32_t f = roce_opcode_info(op)->flags, ha, hb;
+			bool was_valid = cache.valid;
+			struct roce_hdr_cache before = cache;
+
+			if (rnd_below(8) == 0) {
+				/* A field the cache keys on changes. */
+				switch (rnd_below(4)) {
+				case 0: base.dst_mac[rnd_below(6)]++; break;
+				case 1: base.tos++; break;
+				case 2: base.udp_sport++; break;
+				default: base.dst_ip[rnd_below(base.ipv6 ? 16 : 4)]++;
+				}
+			}
+			base.opcode = op;
+			base.ip_id = (uint16_t)rnd();
+			base.psn = (uint32_t)rnd() & ROCE_PSN_MASK;
+			base.ack_req = rnd() & 1;
+			base.payload_len = (f & ROCE_OPF_PAYLOAD) ? rnd_below(5000) : 0;
+			base.pad = (uint8_t)(-base.payload_len & 3);
+			a = base;
+			b = base;
+			ha = roce_build_hdrs(fa, &a);
+			hb = roce_build_hdrs_cached(fb, &b, &cache);
+			CHECK(ha == hb, "hdr cache: length %u != %u", hb, ha);
+			CHECK(memcmp(fa, fb, ha) == 0,
+			      "hdr cache: bytes differ (op 0x%02x, ipv6 %d, vlan %d, "
+			      "first at %d)", op, base.ipv6, base.has_vlan,
+			      first_diff(fa, fb, ha));
+			CHECK(a.l3_off == b.l3_off && a.l4_off == b.l4_off &&
+			      a.bth_off == b.bth_off &&
+			      a.payload_off == b.payload_off &&
+			      a.frame_len == b.frame_len &&
+			      a.udp_dport == b.udp_dport,
+			      "hdr cache: layout differs (op 0x%02x)", op);
+			if (!base.ipv6)
+				CHECK(ref_ipv4_cksum(fb + b.l3_off, 20) ==
+				      (uint16_t)(fb[b.l3_off + 10] << 8 |
+						 fb[b.l3_off + 11]),
+				      "hdr cache: IPv4 checksum wrong");
+			if (was_valid && memcmp(before.hdr, cache.hdr,
+						sizeof(cache.hdr)) == 0)
+				hits++;
+		}
+	}
+	CHECK(hits > runs * 20, "hdr cache: only %u hits", hits);
+	if (!failures)
+		printf("ipv4 cksum == reference; hdr cache == roce_build_hdrs on "
+		       "%u frames (%u hits)\n", runs * 40, hits);
+}
+
 int
 main(void)
 {
@@ -833,6 +939,7 @@ main(void)
 	test_roundtrip();
 	test_rejects();
 	test_mutations();
+	test_hdr_cache();
 	if (failures) {
 		printf("FAILED: %d checks (seed %" PRIu64 ")\n", failures, seed);
 		return 1;

@@ -25,8 +25,32 @@ static pthread_mutex_t eng_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* -------------------------------------------------------- QP lists */
 
+static inline bool resp_owed(const struct droce_qp *qp)
+{
+	return (qp->flags & DROCE_QPF_ACK_PENDING) || qp->rd_head != qp->rd_tail;
+}
+
+/*
+ * Two FIFO lists of QPs with something to transmit. A QP owing its peer
+ * an ACK or READ/atomic responses goes on the responder list, served
+ * first each iteration: what the responder sends frees the peer's send
+ * queue and stops its ACK timer, while requests can wait. A QP can be on
+ * both lists; a visit from either serves both sides.
+ */
 void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp)
 {
+	if (resp_owed(qp)) {
+		if (qp->flags & DROCE_QPF_ON_RESP)
+			return;
+		qp->flags |= DROCE_QPF_ON_RESP;
+		qp->resp_next = NULL;
+		if (eng->resp_tail)
+			eng->resp_tail->resp_next = qp;
+		else
+			eng->resp_head = qp;
+		eng->resp_tail = qp;
+		return;
+	}
 	if (qp->flags & DROCE_QPF_ON_ACTIVE)
 		return;
 	qp->flags |= DROCE_QPF_ON_ACTIVE;
@@ -118,10 +142,22 @@ static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
 			}
 		}
 	}
+	if (qp->flags & DROCE_QPF_ON_RESP) {
+		prev = NULL;
+		for (pp = &eng->resp_head; *pp; prev = *pp, pp = &(*pp)->resp_next) {
+			if (*pp == qp) {
+				*pp = qp->resp_next;
+				if (eng->resp_tail == qp)
+					eng->resp_tail = prev;
+				break;
+			}
+		}
+	}
 	if (qp->flags & DROCE_QPF_ON_TIMER)
 		wheel_unlink(qp);
 	eth_qp_arp_done(eng, qp);
-	qp->flags &= ~(DROCE_QPF_ON_ACTIVE | DROCE_QPF_ON_TIMER);
+	qp->flags &= ~(DROCE_QPF_ON_ACTIVE | DROCE_QPF_ON_RESP |
+		       DROCE_QPF_ON_TIMER);
 }
 
 /* ---------------------------------------------------------- doorbells */
@@ -167,32 +203,79 @@ static int drain_doorbells(struct droce_engine *eng)
 
 /* ------------------------------------------------------------ loop */
 
-static int run_active(struct droce_engine *eng)
+/* The next-pointer a list links through. */
+static inline struct droce_qp **qp_next(struct droce_qp *qp, bool resp)
 {
-	struct droce_qp *qp, *tail = eng->active_tail;
+	return resp ? &qp->resp_next : &qp->active_next;
+}
+
+/*
+ * Give the QPs of one list their turn, FIFO. Bounded per iteration, so
+ * receive (and with it ACKs, which free the transmit queue and stop
+ * requesters' timers) never waits behind a long list:
+ *  - at most *visits more QPs are serviced;
+ *  - a QP whose device's transmit queue is backed up is not serviced but
+ *    rotated to the tail (another device's QPs may still send), and after
+ *    ETH_BUSY_SKIPS of those the sweep stops: with thousands of QPs queued
+ *    behind a full queue, popping and re-queueing them all every iteration
+ *    was what starved receive into ACK timeouts (16384 QPs failed with
+ *    IBV_WC_RETRY_EXC_ERR).
+ */
+static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
+{
+	struct droce_qp **head = resp ? &eng->resp_head : &eng->active_head;
+	struct droce_qp **tailp = resp ? &eng->resp_tail : &eng->active_tail;
+	uint32_t flag = resp ? DROCE_QPF_ON_RESP : DROCE_QPF_ON_ACTIVE;
+	struct droce_qp *qp, *tail = *tailp;
+	uint32_t skips = 0;
 	int n = 0;
 
-	/* Visit each QP queued now once; those with work left requeue. */
-	while ((qp = eng->active_head) != NULL) {
+	while (*visits && (qp = *head) != NULL) {
 		uint32_t budget = ETH_QP_BUDGET;
 		bool last = qp == tail;
+		struct droce_qp *next = *qp_next(qp, resp);
 
-		eng->active_head = qp->active_next;
-		if (eng->active_head == NULL)
-			eng->active_tail = NULL;
-		qp->flags &= ~DROCE_QPF_ON_ACTIVE;
-		if (!eth_tx_busy(qp->dev)) {
-			eth_resp_progress(qp, &budget);
-			eth_req_progress(qp, &budget);
-		} else {
-			budget = 0;	/* back-pressure: try again next loop */
+		/* With thousands of QPs the next one is cold: fetch its
+		 * engine line while this one is served. */
+		if (next)
+			rte_prefetch0(&next->flags);
+
+		if (unlikely(eth_tx_busy(qp->dev))) {
+			eng->backlog = true;
+			if (++skips > ETH_BUSY_SKIPS || last || next == NULL)
+				break;	/* leave it at the head */
+			/* Rotate: later QPs may belong to another device. */
+			*head = next;
+			*qp_next(qp, resp) = NULL;
+			*qp_next(*tailp, resp) = qp;
+			*tailp = qp;
+			continue;
 		}
+		*head = next;
+		if (next == NULL)
+			*tailp = NULL;
+		qp->flags &= ~flag;
+		eth_resp_progress(qp, &budget);
+		eth_req_progress(qp, &budget);
 		if (budget == 0)
 			eth_qp_activate(eng, qp);
 		n += (int)(ETH_QP_BUDGET - budget);
+		(*visits)--;
 		if (last)
 			break;
 	}
+	return n;
+}
+
+static int run_active(struct droce_engine *eng)
+{
+	uint32_t visits = ETH_ACTIVE_VISITS;
+	int n = 0;
+
+	if (eng->resp_head)
+		n += run_list(eng, true, &visits);
+	if (eng->active_head)
+		n += run_list(eng, false, &visits);
 	return n;
 }
 
@@ -203,6 +286,7 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	/* After a long stall, one lap of the wheel visits every QP. */
 	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
 		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
+	droce_trace_refresh();
 	for (uint32_t i = 0; i < eng->nb_devs; i++) {
 		eth_arp_timer(eng->devs[i], now);
 		eth_port_check(eng->devs[i], now);
@@ -231,14 +315,17 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	}
 }
 
-static void run_exec(struct droce_engine *eng)
+/* Serve a pending control-path call; 1 if one was served (the engine then
+ * counts as busy and keeps spinning: a QP set-up is a burst of calls). */
+static int run_exec(struct droce_engine *eng)
 {
 	uint32_t req = __atomic_load_n(&eng->exec_req, __ATOMIC_ACQUIRE);
 
 	if (req == eng->exec_done)
-		return;
+		return 0;
 	eng->exec_fn(eng->exec_arg);
 	__atomic_store_n(&eng->exec_done, req, __ATOMIC_RELEASE);
+	return 1;
 }
 
 int eth_engine_iter(struct droce_engine *eng)
@@ -247,18 +334,34 @@ int eth_engine_iter(struct droce_engine *eng)
 	uint64_t now;
 	int n = 0;
 
-	for (uint32_t i = 0; i < nd; i++)
-		n += eth_rx(eng, eng->devs[i]);
+	/* While a transmit queue is backed up, receive more: what comes in
+	 * (ACKs, and the frames the peer is waiting to hand back) is what
+	 * drains it. */
+	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : ETH_RX_BURSTS;
+
+	eng->backlog = false;
+	for (uint32_t i = 0; i < nd; i++) {
+		for (uint32_t b = 0; b < bursts; b++) {
+			int r = eth_rx(eng, eng->devs[i]);
+
+			n += r;
+			if (r < ETH_RX_BURST)
+				break;
+		}
+	}
 	n += drain_doorbells(eng);
-	if (eng->active_head)
+	if (eng->resp_head || eng->active_head)
 		n += run_active(eng);
-	for (uint32_t i = 0; i < nd; i++)
+	for (uint32_t i = 0; i < nd; i++) {
 		if (eng->devs[i]->txq_len)
 			n += eth_tx_flush(eng->devs[i]);
+		if (eth_tx_busy(eng->devs[i]))
+			eng->backlog = true;
+	}
 	now = eth_now();
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
-	run_exec(eng);
+	n += run_exec(eng);
 	eng->loops++;
 	if (n)
 		eng->busy_loops++;
@@ -308,10 +411,23 @@ static int eth_exec(struct droce_dev *dev, void (*fn)(void *), void *arg)
 	uint32_t req = eng->exec_req + 1;
 
 	__atomic_store_n(&eng->exec_req, req, __ATOMIC_RELEASE);
+	/* A busy engine answers within one iteration (microseconds): spin
+	 * that long, then sleep in growing steps (an idle engine may itself
+	 * be asleep for up to idle_us). Sleeping 10 us per look made setting
+	 * up 2 x 16384 QPs take 40-50 s. */
+	uint64_t spin_end = eth_now() + eng->tsc_hz / 1000000 * ETH_EXEC_SPIN_US;
+	long sleep_ns = 1000;
+
 	while (__atomic_load_n(&eng->exec_done, __ATOMIC_ACQUIRE) != req) {
-		struct timespec ts = { 0, 10000 };
+		if (eth_now() < spin_end) {
+			rte_pause();
+			continue;
+		}
+		struct timespec ts = { 0, sleep_ns };
 
 		nanosleep(&ts, NULL);
+		if (sleep_ns < 100000)
+			sleep_ns *= 2;
 	}
 	rte_spinlock_unlock(&eng->exec_lock);
 	return 0;
@@ -378,6 +494,7 @@ static struct droce_engine *engine_new(int lcore)
 	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
 		eng->tick_shift++;
 	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
+	droce_trace_refresh();
 	rte_spinlock_init(&eng->exec_lock);
 	rte_spinlock_init(&eng->app_lock);
 	return eng;

@@ -19,6 +19,11 @@
 #define ETH_RX_BURST		32
 #define ETH_DB_BURST		64
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
+#define ETH_ACTIVE_VISITS	128	/* QPs serviced per engine iteration */
+#define ETH_BUSY_SKIPS		8	/* QPs passed over for a full tx queue, per iteration */
+#define ETH_RX_BURSTS		4	/* rx bursts per device per iteration (while full) */
+#define ETH_RX_BURSTS_BACKLOG	8	/* the same while a tx queue is backed up */
+#define ETH_EXEC_SPIN_US	50	/* control call: spin this long before sleeping */
 #define ETH_TXQ_CAP		4096
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
 #define ETH_LOOPQ_CAP		1024
@@ -39,6 +44,9 @@ struct droce_engine {
 	/* active list: QPs with something to transmit (FIFO) */
 	struct droce_qp *active_head;
 	struct droce_qp *active_tail;
+	/* responder list: QPs owing ACKs or READ/atomic responses, served first */
+	struct droce_qp *resp_head;
+	struct droce_qp *resp_tail;
 	/*
 	 * Timers: a hashed wheel of ETH_WHEEL_SLOTS ticks of 2^tick_shift TSC
 	 * cycles (~50 us). A QP is filed under the tick of its deadline; a
@@ -68,6 +76,7 @@ struct droce_engine {
 	volatile uint64_t last_drive_tsc;
 	volatile uint32_t app_waiters;	/* threads asleep on an event */
 	uint32_t idle_us;
+	bool backlog;			/* a transmit queue was backed up last iteration */
 	/* load */
 	uint64_t loops;
 	uint64_t busy_loops;

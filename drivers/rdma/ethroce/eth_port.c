@@ -180,6 +180,8 @@ void eth_port_close(struct droce_dev *dev)
 	dev->txq_len = 0;
 	rte_pktmbuf_free_bulk(dev->loopq, dev->loopq_len);
 	dev->loopq_len = 0;
+	rte_pktmbuf_free_bulk(dev->mstash, dev->mstash_n);
+	dev->mstash_n = 0;
 	rte_free(dev->loopq);
 	dev->loopq = NULL;
 	rte_eth_dev_close(dev->port_id);

@@ -264,6 +264,15 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 	e.byte_len = st->length;
 	e.qp_num = qp->ex.qp_base.qp_num;
 	e.timestamp = eth_now();
+	/*
+	 * idx is always the oldest unretired WQE and nothing reads its slot
+	 * (or its sq_wrid, read above) after this. Hand the slot back before
+	 * the CQE becomes visible: a thread that polls this CQE and posts at
+	 * once must find the room (the release store orders it before the
+	 * CQE's owner byte, itself a release store).
+	 */
+	if ((int32_t)(idx + 1 - qp->sq_ci) > 0)
+		__atomic_store_n(&qp->sq_ci, idx + 1, __ATOMIC_RELEASE);
 	if (unlikely(!droce_cq_push(qp->scq, &e)))
 		DROCE_LOG(ERR, "QP 0x%x: send CQ overrun", e.qp_num);
 }
@@ -921,6 +930,7 @@ void eth_qp_reset(struct droce_qp *qp)
 	/* IBTA 10.3.1: RESET empties both queues without completions. */
 	qp->resp_have_wqe = false;
 	qp->sq_pi_app = 0;
+	qp->sq_ci_seen = 0;
 	__atomic_store_n(&qp->sq_db, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&qp->sq_ci, 0, __ATOMIC_RELEASE);
 	qp->own_rq.pi_app = 0;

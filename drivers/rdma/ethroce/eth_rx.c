@@ -185,10 +185,9 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		memmove(dev->loopq, dev->loopq + k,
 			(dev->loopq_len - k) * sizeof(*b));
 		dev->loopq_len -= k;
-		for (uint32_t i = 0; i < k; i++) {
+		for (uint32_t i = 0; i < k; i++)
 			eth_rx_one(eng, dev, b[i]);
-			rte_pktmbuf_free(b[i]);
-		}
+		rte_pktmbuf_free_bulk(b, k);
 		return (int)k;
 	}
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
@@ -197,7 +196,9 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		if (i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + 1], void *));
 		eth_rx_one(eng, dev, eng->rx[i]);
-		rte_pktmbuf_free(eng->rx[i]);
 	}
+	/* eth_rx_one keeps nothing: one mempool call for the burst. */
+	if (n)
+		rte_pktmbuf_free_bulk(eng->rx, n);
 	return n;
 }

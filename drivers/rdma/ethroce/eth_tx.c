@@ -11,11 +11,25 @@
 
 #include "eth_int.h"
 
+/* One mbuf for a frame, from the device's stash, refilled in bulk (one
+ * mempool call, one lcore lookup, per DROCE_MSTASH frames). A short pool
+ * falls back to one at a time. */
+static inline struct rte_mbuf *eth_mbuf_alloc(struct droce_dev *dev)
+{
+	if (unlikely(dev->mstash_n == 0)) {
+		if (rte_pktmbuf_alloc_bulk(dev->pool, dev->mstash,
+					   DROCE_MSTASH) != 0)
+			return rte_pktmbuf_alloc(dev->pool);
+		dev->mstash_n = DROCE_MSTASH;
+	}
+	return dev->mstash[--dev->mstash_n];
+}
+
 struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 			   uint32_t payload_len, uint8_t **payload)
 {
 	struct droce_dev *dev = qp->dev;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(dev->pool);
+	struct rte_mbuf *m = eth_mbuf_alloc(dev);
 	uint8_t *buf;
 	uint32_t hlen, pad;
 
@@ -26,7 +40,8 @@ struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 	p->pad = (uint8_t)pad;
 	p->ip_id = dev->ip_id++;
 	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	hlen = roce_build_hdrs(buf, p);
+	/* Ethernet..UDP come from the QP's last frame when they match. */
+	hlen = roce_build_hdrs_cached(buf, p, &qp->hdr_cache);
 	if (unlikely(hlen + payload_len + pad + ROCE_ICRC_LEN >
 		     rte_pktmbuf_tailroom(m))) {
 		rte_pktmbuf_free(m);

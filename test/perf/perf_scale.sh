@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# Many QPs: droce-perf write_bw --loopback on 16384 QP pairs (32768 QPs in
+# one process), 64-byte WRITEs, tx depth 4, perftest's default ACK timeout
+# (-u 14, 67 ms), 16 messages per QP; the engine on its own lcore when
+# there are two cores. Must finish within a time bound with every message
+# completed successfully and the data checked. The engine used to pop and
+# re-queue every active QP each iteration while its transmit queue was
+# backed up, starving receive: requesters timed out and the run failed
+# with IBV_WC_RETRY_EXC_ERR; and setting up the QPs took 40-50 s (each
+# control call slept 10 us per look). Never asserts a speed beyond the
+# bound.
+#
+# usage: perf_scale.sh <droce-perf>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
+
+set -u
+
+BIN=${1:?usage: $0 <droce-perf>}
+QPS=${DROCE_SCALE_QPS:-16384}
+ITERS=16
+BOUND=${DROCE_SCALE_BOUND_S:-40}
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+
+hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
+hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
+if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
+	EAL_MEM=$DROCE_TEST_EAL_MEM
+elif [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
+	EAL_MEM="--in-memory"
+else
+	EAL_MEM="--no-huge --no-shconf -m 1024"
+fi
+if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then
+	CORES=0-1; ENGINE=lcore
+else
+	CORES=0; ENGINE=app
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-perf-scale.XXXXXX") || exit 1
+trap 'rm -rf "$WORK"' EXIT
+out=$WORK/out
+
+start=$SECONDS
+DROCE_EAL_ARGS="-l $CORES $EAL_MEM --no-pci --log-level=*:warning" \
+	timeout -k 2 "$BOUND" "$BIN" write_bw -s 64 -q "$QPS" -t 4 -u 14 \
+	-n $ITERS --engine=$ENGINE --loopback --kv --check >"$out" 2>&1
+rc=$?
+wall=$((SECONDS - start))
+kv() { sed -n "s/^DROCE_PERF .* $1=\([^ ]*\).*/\1/p" "$out" | head -n 1; }
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+	fail "$QPS QPs: not done within ${BOUND}s"
+elif [ $rc -ne 0 ]; then
+	fail "$QPS QPs: exit code $rc"
+fi
+if [ $fails -eq 0 ]; then
+	msgs=$((QPS * ITERS))
+	[ "$(kv msgs)" = "$msgs" ] || fail "msgs=$(kv msgs), expected $msgs"
+	[ "$(kv bytes)" = "$((msgs * 64))" ] || fail "bytes=$(kv bytes)"
+	[ "$(kv errors)" = "0" ] || fail "errors=$(kv errors)"
+	grep -qx " check: size 64 OK" "$out" || fail "data check did not pass"
+fi
+echo "$QPS QP pairs, engine=$ENGINE: ${wall}s; msg_rate=$(kv msg_rate)" \
+	"timeouts=$(kv c_timeouts) retransmits=$(kv c_retransmits)"
+if [ $fails -ne 0 ]; then
+	tail -n 15 "$out" | sed 's/^/    /'
+	exit 1
+fi
+exit 0
