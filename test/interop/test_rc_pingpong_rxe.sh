@@ -20,7 +20,7 @@
 #
 # Environment (optional):
 #   DROCE_INTEROP_SKIP=1    skip (e.g. no network for the first build)
-#   DROCE_INTEROP_SIZES     message sizes (default "64 1024 4096 65536")
+#   DROCE_INTEROP_SIZES     message sizes (default "1 64 1024 4096 65536")
 #   DROCE_INTEROP_ITERS     -n (default 5: the guest is emulated, TCG)
 #   DROCE_INTEROP_MODES     "engine app app-arp" (default) or some of them
 #   DROCE_INTEROP_SIZES_4096  sizes at path MTU 4096 (default "4096 12345
@@ -35,7 +35,7 @@ set -u
 
 BIN=${1:?usage: $0 <rc_pingpong>}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SIZES=${DROCE_INTEROP_SIZES:-64 1024 4096 65536}
+SIZES=${DROCE_INTEROP_SIZES:-1 64 1024 4096 65536}
 ITERS=${DROCE_INTEROP_ITERS:-5}
 MODES=${DROCE_INTEROP_MODES:-engine app app-arp}
 SIZES_4096=${DROCE_INTEROP_SIZES_4096-4096 12345 65536}
