@@ -490,6 +490,8 @@ struct droce_dev {
 
 	/* engine-owned */
 	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	uint32_t neigh_pending;		/* entries used and not resolved: the
+					 * ARP timer scans only when > 0 */
 	const uint8_t *rx_req_mac;	/* source MAC of the request being
 					 * answered (eth_rx_one), else NULL */
 	struct rte_mbuf **loopq;	/* frames to our own address */
