@@ -12,8 +12,8 @@
 
 #include "eth_int.h"
 
-int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
-		  uint32_t len)
+int eth_mbuf_copy_segs(const struct rte_mbuf *m, uint32_t off, void *dst,
+		       uint32_t len)
 {
 	uint8_t *d = dst;
 
