@@ -58,6 +58,8 @@ struct droce_engine {
 	unsigned int tick_shift;
 	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
 	uint64_t tsc_hz;
+	uint64_t rx_tsc;			/* TSC at the current rx burst (0 if
+					 * tsc_hz is 0): one read per burst */
 	/* control */
 	volatile bool stop;
 	bool launched;
