@@ -490,6 +490,8 @@ struct droce_dev {
 
 	/* engine-owned */
 	struct droce_neigh neigh[DROCE_NB_NEIGH];
+	uint32_t neigh_pending;		/* entries used and not resolved: the
+					 * ARP timer scans only when > 0 */
 	const uint8_t *rx_req_mac;	/* source MAC of the request being
 					 * answered (eth_rx_one), else NULL */
 	struct rte_mbuf **loopq;	/* frames to our own address */
@@ -670,6 +672,69 @@ void droce_port_event(struct droce_dev *dev, enum ibv_event_type type);
 
 /* The engine writes one completion; returns false on CQ overrun. */
 bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src);
+
+/* CQ overrun (IBTA 11.6.3.2: a CQ error, reported once). */
+void droce_cq_overrun(struct droce_cq *cq);
+
+/*
+ * Engine: the next free CQE of cq, or NULL on overrun. The caller fills it
+ * in place (droce_cqe_fill: every field once, no staging copy, no memset)
+ * and then publishes it with droce_cq_commit(). The application's ci_db
+ * (its cache line) is read only when the ring looks full from the value
+ * last seen.
+ */
+static inline struct droce_cqe *droce_cq_slot(struct droce_cq *cq)
+{
+	if (unlikely(cq->pi - cq->ci_seen >= cq->size)) {
+		cq->ci_seen = __atomic_load_n(&cq->ci_db, __ATOMIC_ACQUIRE);
+		if (unlikely(cq->pi - cq->ci_seen >= cq->size)) {
+			droce_cq_overrun(cq);
+			return NULL;
+		}
+	}
+	return &cq->ring[cq->pi & (cq->size - 1)];
+}
+
+/*
+ * Every field of a CQE but the owner byte. The reserved bytes are not
+ * written: the ring is zeroed when it is allocated (ibv_create_cq and
+ * ibv_resize_cq) and nothing ever writes them.
+ */
+static inline void droce_cqe_fill(struct droce_cqe *d, uint64_t wr_id,
+				  uint8_t status, uint8_t opcode,
+				  uint32_t byte_len, uint32_t imm_data,
+				  uint32_t qp_num, uint32_t src_qp,
+				  uint8_t wc_flags, uint8_t solicited,
+				  uint64_t timestamp)
+{
+	d->wr_id = wr_id;
+	d->byte_len = byte_len;
+	d->imm_data = imm_data;
+	d->qp_num = qp_num;
+	d->src_qp = src_qp;
+	d->opcode = opcode;
+	d->status = status;
+	d->wc_flags = wc_flags;
+	d->sl = 0;
+	d->pkey_index = 0;
+	d->slid = 0;
+	d->vendor_err = 0;
+	d->dlid_path_bits = 0;
+	d->solicited = solicited;
+	d->timestamp = timestamp;
+}
+
+/* Publish the CQE droce_cq_slot() gave: the owner byte last, with release
+ * ordering, so a poller that sees it sees every field. */
+static inline void droce_cq_commit(struct droce_cq *cq, struct droce_cqe *d)
+{
+	__atomic_store_n(&d->owner,
+			 (uint8_t)(((cq->pi >> cq->log_size) & 1) ^ 1),
+			 __ATOMIC_RELEASE);
+	cq->pi++;
+	if (unlikely(cq->armed))
+		droce_cq_event(cq, d);	/* the application only reads CQEs */
+}
 
 /* Verbs-layer entry points installed in the ops tables. */
 int droce_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

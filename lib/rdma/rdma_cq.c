@@ -22,29 +22,21 @@
 	IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
 	IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
+void droce_cq_overrun(struct droce_cq *cq)
+{
+	if (!cq->overrun)
+		droce_async_event(cq->cq.context, IBV_EVENT_CQ_ERR, &cq->cq);
+	cq->overrun = true;
+}
+
 bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
 {
-	struct droce_cqe *d;
+	struct droce_cqe *d = droce_cq_slot(cq);
 
-	/* The application's ci_db (its cache line) is read only when the ring
-	 * looks full from the value last seen. */
-	if (unlikely(cq->pi - cq->ci_seen >= cq->size))
-		cq->ci_seen = __atomic_load_n(&cq->ci_db, __ATOMIC_ACQUIRE);
-	if (unlikely(cq->pi - cq->ci_seen >= cq->size)) {
-		/* IBTA 11.6.3.2: a CQ overrun is a CQ error, reported once. */
-		if (!cq->overrun)
-			droce_async_event(cq->cq.context, IBV_EVENT_CQ_ERR, &cq->cq);
-		cq->overrun = true;
+	if (d == NULL)
 		return false;
-	}
-	d = &cq->ring[cq->pi & (cq->size - 1)];
 	memcpy(d, src, offsetof(struct droce_cqe, owner));
-	__atomic_store_n(&d->owner,
-			 (uint8_t)(((cq->pi >> cq->log_size) & 1) ^ 1),
-			 __ATOMIC_RELEASE);
-	cq->pi++;
-	if (unlikely(cq->armed))
-		droce_cq_event(cq, src);
+	droce_cq_commit(cq, d);
 	return true;
 }
 

@@ -41,42 +41,15 @@ sum_native(const uint8_t *b, uint32_t len)
 	return sum;
 }
 
-static inline uint16_t
-fold16(uint64_t sum)
-{
-	sum = (sum & 0xffffffff) + (sum >> 32);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
-/* Native-order 16-bit word at b (for sums). */
-static inline uint16_t
-ld16n(const uint8_t *b)
-{
-	uint16_t w;
-
-	memcpy(&w, b, 2);
-	return w;
-}
-
 uint16_t
 roce_ipv4_cksum(const uint8_t *hdr, uint32_t len)
 {
 	uint64_t sum;
 	uint16_t c;
 
-	if (__builtin_expect(len == ROCE_IPV4_HLEN, 1)) {
-		/* The only size droce sends or accepts: five words. */
-		uint32_t w[5];
-
-		memcpy(w, hdr, sizeof(w));
-		sum = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
-	} else {
-		sum = sum_native(hdr, len);
-	}
-
+	if (__builtin_expect(len == ROCE_IPV4_HLEN, 1))
+		return ipv4_cksum20(hdr);	/* the only size droce uses */
+	sum = sum_native(hdr, len);
 	if (len >= 12)
 		sum -= ld16n(hdr + 10);	/* the checksum field counts as 0 */
 	c = (uint16_t)~fold16(sum);

@@ -23,6 +23,11 @@
 #define ND_OPT_TLLA	2
 #define ICMP6_NEXT_HDR	58
 
+static inline bool neigh_is_pending(const struct droce_neigh *n)
+{
+	return n->used && !n->resolved;
+}
+
 static struct droce_neigh *neigh_find(struct droce_dev *dev, const uint8_t *a)
 {
 	for (uint32_t i = 0; i < DROCE_NB_NEIGH; i++)
@@ -51,6 +56,8 @@ static struct droce_neigh *neigh_alloc(struct droce_dev *dev, const uint8_t *a)
 		 * MAC only makes them resolve again. */
 		uint32_t gen = n->gen;
 
+		if (!neigh_is_pending(n))
+			dev->neigh_pending++;	/* used, not yet resolved */
 		memset(n, 0, sizeof(*n));
 		n->gen = gen;
 	}
@@ -304,6 +311,8 @@ void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 	if (was && rte_is_same_ether_addr(&n->mac, mac))
 		return;
 	rte_ether_addr_copy(mac, &n->mac);
+	if (neigh_is_pending(n))
+		dev->neigh_pending--;
 	n->resolved = true;
 	/* A changed MAC reaches the templates of the QPs using it when they
 	 * next send (eth_qp_tmpl_ok): O(1) here whatever the number of QPs,
@@ -373,8 +382,12 @@ bool eth_neigh_resolve(struct droce_dev *dev, const uint8_t *g,
 
 void eth_arp_timer(struct droce_dev *dev, uint64_t now)
 {
-	uint64_t hz = rte_get_tsc_hz();
+	uint64_t hz;
 
+	/* Nothing asked and unanswered: no scan of the table each tick. */
+	if (likely(dev->neigh_pending == 0))
+		return;
+	hz = rte_get_tsc_hz();
 	for (uint32_t i = 0; i < DROCE_NB_NEIGH; i++) {
 		struct droce_neigh *n = &dev->neigh[i];
 
@@ -392,8 +405,10 @@ void eth_arp_timer(struct droce_dev *dev, uint64_t now)
 			}
 			/* Keep the entry a while so waiting QPs see the failure;
 			 * a later resolve starts over. */
-			if (now >= n->deadline_tsc + hz)
+			if (now >= n->deadline_tsc + hz) {
 				n->used = false;
+				dev->neigh_pending--;
+			}
 			continue;
 		}
 		n->next_tsc = now + hz / 1000 * ETH_ARP_RETRY_MS;

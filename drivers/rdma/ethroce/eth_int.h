@@ -58,6 +58,8 @@ struct droce_engine {
 	unsigned int tick_shift;
 	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
 	uint64_t tsc_hz;
+	uint64_t rx_tsc;			/* TSC at the current rx burst (0 if
+					 * tsc_hz is 0): one read per burst */
 	/* control */
 	volatile bool stop;
 	bool launched;
@@ -116,8 +118,22 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev);
  * also the entry point of the receive-path fuzzer. */
 void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		struct rte_mbuf *m);
-int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
-		  uint32_t len);
+int eth_mbuf_copy_segs(const struct rte_mbuf *m, uint32_t off, void *dst,
+		       uint32_t len);
+
+/* len bytes at off of the frame into dst; -1 if the frame is shorter. */
+static inline int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off,
+				void *dst, uint32_t len)
+{
+	/* All in the first segment (every frame up to the port's MTU on the
+	 * ports droce uses): one copy, no walk over the chain. */
+	if (likely((uint64_t)off + len <= m->data_len)) {
+		memcpy(dst, rte_pktmbuf_mtod_offset(m, const uint8_t *, off),
+		       len);
+		return 0;
+	}
+	return eth_mbuf_copy_segs(m, off, dst, len);
+}
 
 /* eth_arp.c */
 /* An ARP frame whose ARP header starts at off (after any VLAN tag). */

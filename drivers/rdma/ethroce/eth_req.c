@@ -226,44 +226,42 @@ static bool sges_ok(struct droce_qp *qp, const struct wqe_view *v,
 void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 {
 	const struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
-	struct droce_cqe e;
+	uint32_t byte_len = st->length;
+	uint64_t wr_id;
+	struct droce_cqe *d;
+	uint8_t opcode;
 
 	if (status == IBV_WC_SUCCESS && !(st->flags & DROCE_WQE_SIGNALED))
 		return;
-	memset(&e, 0, sizeof(e));
-	e.wr_id = qp->sq_wrid[idx & (qp->sq_cnt - 1)];
-	e.status = status;
+	wr_id = qp->sq_wrid[idx & (qp->sq_cnt - 1)];
 	switch (st->opcode) {
 	case MLX5_OPCODE_SEND:
 	case MLX5_OPCODE_SEND_IMM:
-		e.opcode = IBV_WC_SEND;
+		opcode = IBV_WC_SEND;
 		break;
 	case MLX5_OPCODE_RDMA_WRITE:
 	case MLX5_OPCODE_RDMA_WRITE_IMM:
-		e.opcode = IBV_WC_RDMA_WRITE;
+		opcode = IBV_WC_RDMA_WRITE;
 		break;
 	case MLX5_OPCODE_RDMA_READ:
-		e.opcode = IBV_WC_RDMA_READ;
+		opcode = IBV_WC_RDMA_READ;
 		break;
 	case MLX5_OPCODE_ATOMIC_CS:
-		e.opcode = IBV_WC_COMP_SWAP;
+		opcode = IBV_WC_COMP_SWAP;
 		break;
 	case MLX5_OPCODE_ATOMIC_FA:
-		e.opcode = IBV_WC_FETCH_ADD;
+		opcode = IBV_WC_FETCH_ADD;
 		break;
 	case MLX5_OPCODE_UMR:
-		e.opcode = IBV_WC_BIND_MW;
+		opcode = IBV_WC_BIND_MW;
 		break;
 	case MLX5_OPCODE_LOCAL_INVAL:
-		e.opcode = IBV_WC_LOCAL_INV;
+		opcode = IBV_WC_LOCAL_INV;
 		break;
 	default:
-		e.opcode = IBV_WC_SEND;
+		opcode = IBV_WC_SEND;
 		break;
 	}
-	e.byte_len = st->length;
-	e.qp_num = qp->ex.qp_base.qp_num;
-	e.timestamp = eth_now();
 	/*
 	 * idx is always the oldest unretired WQE and nothing reads its slot
 	 * (or its sq_wrid, read above) after this. Hand the slot back before
@@ -273,8 +271,15 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 	 */
 	if ((int32_t)(idx + 1 - qp->sq_ci) > 0)
 		__atomic_store_n(&qp->sq_ci, idx + 1, __ATOMIC_RELEASE);
-	if (unlikely(!droce_cq_push(qp->scq, &e)))
-		DROCE_LOG(ERR, "QP 0x%x: send CQ overrun", e.qp_num);
+	d = droce_cq_slot(qp->scq);
+	if (unlikely(d == NULL)) {
+		DROCE_LOG(ERR, "QP 0x%x: send CQ overrun",
+			  qp->ex.qp_base.qp_num);
+		return;
+	}
+	droce_cqe_fill(d, wr_id, status, opcode, byte_len, 0,
+		       qp->ex.qp_base.qp_num, 0, 0, 0, eth_now());
+	droce_cq_commit(qp->scq, d);
 }
 
 /*
@@ -835,15 +840,14 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 
 static bool flush_recv(struct droce_qp *qp, uint64_t wr_id)
 {
-	struct droce_cqe e;
+	struct droce_cqe *d = droce_cq_slot(qp->rcq);
 
-	memset(&e, 0, sizeof(e));
-	e.wr_id = wr_id;
-	e.status = IBV_WC_WR_FLUSH_ERR;
-	e.opcode = IBV_WC_RECV;
-	e.qp_num = qp->ex.qp_base.qp_num;
-	e.timestamp = eth_now();
-	return droce_cq_push(qp->rcq, &e);
+	if (d == NULL)
+		return false;
+	droce_cqe_fill(d, wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0,
+		       qp->ex.qp_base.qp_num, 0, 0, 0, eth_now());
+	droce_cq_commit(qp->rcq, d);
+	return true;
 }
 
 /* A claimed receive, then the QP's own queue; never an SRQ's WQEs, which

@@ -90,23 +90,21 @@ static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 			       uint8_t status, uint32_t len, uint8_t wc_flags,
 			       uint32_t imm, uint32_t src_qp, bool solicited)
 {
-	struct droce_cqe e;
+	struct droce_cqe *d;
 
-	memset(&e, 0, sizeof(e));
-	e.wr_id = qp->resp_wr_id;
-	e.status = status;
-	e.opcode = opcode;
-	e.byte_len = len;
-	e.qp_num = qp->ex.qp_base.qp_num;
-	e.src_qp = src_qp;
-	e.wc_flags = wc_flags;
-	e.solicited = solicited;
-	if (wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))
-		e.imm_data = imm;	/* or the invalidated rkey */
-	e.timestamp = eth_now();
 	qp->resp_have_wqe = false;
-	if (unlikely(!droce_cq_push(qp->rcq, &e)))
-		DROCE_LOG(ERR, "QP 0x%x: receive CQ overrun", e.qp_num);
+	d = droce_cq_slot(qp->rcq);
+	if (unlikely(d == NULL)) {
+		DROCE_LOG(ERR, "QP 0x%x: receive CQ overrun",
+			  qp->ex.qp_base.qp_num);
+		return;
+	}
+	droce_cqe_fill(d, qp->resp_wr_id, status, opcode, len,
+		       (wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ?
+		       imm : 0,	/* ImmDt, or the invalidated rkey */
+		       qp->ex.qp_base.qp_num, src_qp, wc_flags, solicited,
+		       eth_now());
+	droce_cq_commit(qp->rcq, d);
 }
 
 static inline void recv_complete(struct droce_qp *qp, uint8_t opcode,

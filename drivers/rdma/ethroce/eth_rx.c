@@ -12,8 +12,8 @@
 
 #include "eth_int.h"
 
-int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off, void *dst,
-		  uint32_t len)
+int eth_mbuf_copy_segs(const struct rte_mbuf *m, uint32_t off, void *dst,
+		       uint32_t len)
 {
 	uint8_t *d = dst;
 
@@ -160,7 +160,7 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		return;
 	}
 	qp->st.rx_pkts++;
-	qp->last_rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
+	qp->last_rx_tsc = eng->rx_tsc;	/* 200 ms resolution is plenty */
 	if (oi->flags & ROCE_OPF_REQ) {
 		dev->rx_req_mac = p.src_mac;	/* for a NAK before ARP */
 		eth_resp_rx(qp, &p, m);
@@ -185,12 +185,15 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		memmove(dev->loopq, dev->loopq + k,
 			(dev->loopq_len - k) * sizeof(*b));
 		dev->loopq_len -= k;
+		eng->rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
 		for (uint32_t i = 0; i < k; i++)
 			eth_rx_one(eng, dev, b[i]);
 		rte_pktmbuf_free_bulk(b, k);
 		return (int)k;
 	}
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
+	if (n)
+		eng->rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
 
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + 1 < n)

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * roce_parse_ref(): the parser as it was before its fast path (commit 86411ef),
+ * kept as the reference test_roce_unit compares roce_parse() with.
+ *
+ * Ethernet [+ one 802.1Q tag] + IPv4|IPv6 + UDP/4791 + BTH +
+ * extended headers, validated against each other and against the frame
+ * length. Written to be fuzzed: every read is preceded by a check that the
+ * bytes lie inside the first `contig` bytes, and every length from the wire
+ * is checked before it is used.
+ *
+ * Deliberately rejected (droce never sends them, rxe neither):
+ *   - IPv4 options (IHL != 5) and fragments (MF or offset != 0, or the
+ *     reserved flag bit): ROCE_ERR_BAD_IP
+ *   - IPv6 extension headers (next header != UDP): ROCE_ERR_NOT_ROCE
+ *   - QinQ / more than one VLAN tag: ROCE_ERR_NOT_ROCE
+ * Bytes after the IP datagram are accepted only as Ethernet minimum-size
+ * padding (frame of at most 60 bytes, 64 with a VLAN tag, FCS stripped).
+ * Reserved BTH/DETH bits are ignored. The UDP checksum is not verified
+ * (RoCEv2 senders put 0); the ICRC is not verified (roce_icrc_frame).
+ */
+#include <string.h>
+
+#include "roce.h"
+#include "roce_bytes.h"
+
+#define ETH_MIN_FRAME	60	/* without FCS */
+
+static int
+parse_ipv4(const uint8_t *ip, uint32_t room, struct roce_pkt *p,
+	   uint32_t *ip_len, uint32_t *l4_len)
+{
+	uint32_t ihl, tot;
+
+	if (room < ROCE_IPV4_HLEN)
+		return ROCE_ERR_TRUNCATED;
+	if ((ip[0] >> 4) != 4)
+		return ROCE_ERR_BAD_IP;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4;
+	if (ihl < ROCE_IPV4_HLEN)
+		return ROCE_ERR_BAD_IP;
+	if (ip[9] != ROCE_IPPROTO_UDP)
+		return ROCE_ERR_NOT_ROCE;
+	p->frag_off = rd16(ip + 6);
+	/* MF, a fragment offset, or the reserved (must be 0) flag bit. */
+	if ((p->frag_off & ~0x4000u) != 0)
+		return ROCE_ERR_BAD_IP;
+	/* Look at the UDP port before complaining about options, so that
+	 * non-RoCE traffic is reported as such. */
+	if (room < ihl + ROCE_UDP_HLEN)
+		return ROCE_ERR_TRUNCATED;
+	if (rd16(ip + ihl + 2) != ROCE_UDP_DPORT)
+		return ROCE_ERR_NOT_ROCE;
+	if (ihl != ROCE_IPV4_HLEN)
+		return ROCE_ERR_BAD_IP;	/* options: not supported */
+	if (roce_ipv4_cksum(ip, ihl) != rd16(ip + 10))
+		return ROCE_ERR_BAD_IP;
+	tot = rd16(ip + 2);
+	if (tot < ihl + ROCE_UDP_HLEN)
+		return ROCE_ERR_BAD_IP;
+	p->tos = ip[1];
+	p->ip_id = rd16(ip + 4);
+	p->ttl = ip[8];
+	memcpy(p->src_ip, ip + 12, 4);
+	memcpy(p->dst_ip, ip + 16, 4);
+	*ip_len = tot;
+	*l4_len = tot - ihl;
+	return ROCE_OK;
+}
+
+static int
+parse_ipv6(const uint8_t *ip, uint32_t room, struct roce_pkt *p,
+	   uint32_t *ip_len, uint32_t *l4_len)
+{
+	uint32_t w;
+
+	if (room < ROCE_IPV6_HLEN)
+		return ROCE_ERR_TRUNCATED;
+	w = rd32(ip);
+	if ((w >> 28) != 6)
+		return ROCE_ERR_BAD_IP;
+	if (ip[6] != ROCE_IPPROTO_UDP)
+		return ROCE_ERR_NOT_ROCE;	/* incl. extension headers */
+	if (room < ROCE_IPV6_HLEN + ROCE_UDP_HLEN)
+		return ROCE_ERR_TRUNCATED;
+	if (rd16(ip + ROCE_IPV6_HLEN + 2) != ROCE_UDP_DPORT)
+		return ROCE_ERR_NOT_ROCE;
+	p->ipv6 = true;
+	p->tos = (uint8_t)(w >> 20);
+	p->flow_label = w & 0xfffff;
+	p->ttl = ip[7];
+	memcpy(p->src_ip, ip + 8, 16);
+	memcpy(p->dst_ip, ip + 24, 16);
+	*l4_len = rd16(ip + 4);		/* 0 = jumbogram: rejected below */
+	*ip_len = ROCE_IPV6_HLEN + *l4_len;
+	return ROCE_OK;
+}
+
+static int
+parse_bth_ext(const uint8_t *b, struct roce_pkt *p, uint32_t flags)
+{
+	uint8_t f = b[1];
+	uint32_t w;
+
+	p->se = (f & ROCE_BTH_SE) != 0;
+	p->mig = (f & ROCE_BTH_MIG) != 0;
+	p->pad = (uint8_t)((f & ROCE_BTH_PAD_MASK) >> ROCE_BTH_PAD_SHIFT);
+	p->tver = f & ROCE_BTH_TVER_MASK;
+	p->pkey = rd16(b + 2);
+	w = rd32(b + 4);
+	p->fecn = (w & ROCE_BTH_FECN) != 0;
+	p->becn = (w & ROCE_BTH_BECN) != 0;
+	p->dest_qp = w & ROCE_QPN_MASK;
+	w = rd32(b + 8);
+	p->ack_req = (w & ROCE_BTH_ACKREQ) != 0;
+	p->psn = w & ROCE_PSN_MASK;
+	b += ROCE_BTH_LEN;
+
+	/* IBTA order; the caller checked that hdr_len bytes are there. */
+	if (flags & ROCE_OPF_DETH) {
+		p->deth_qkey = rd32(b);
+		p->deth_src_qp = rd32(b + 4) & ROCE_QPN_MASK;
+		b += ROCE_DETH_LEN;
+	}
+	if (flags & ROCE_OPF_RETH) {
+		p->reth_va = rd64(b);
+		p->reth_rkey = rd32(b + 8);
+		p->reth_len = rd32(b + 12);
+		b += ROCE_RETH_LEN;
+	}
+	if (flags & ROCE_OPF_ATMETH) {
+		p->atm_va = rd64(b);
+		p->atm_rkey = rd32(b + 8);
+		p->atm_swap_add = rd64(b + 12);
+		p->atm_compare = rd64(b + 20);
+		b += ROCE_ATMETH_LEN;
+	}
+	if (flags & ROCE_OPF_AETH) {
+		p->aeth_syndrome = b[0];
+		p->aeth_msn = rd24(b + 1);
+		b += ROCE_AETH_LEN;
+	}
+	if (flags & ROCE_OPF_ATMACK) {
+		p->atmack_orig = rd64(b);
+		b += ROCE_ATMACK_LEN;
+	}
+	if (flags & ROCE_OPF_IMMDT) {
+		memcpy(&p->imm, b, sizeof(p->imm));	/* stays big-endian */
+		b += ROCE_IMMDT_LEN;
+	}
+	if (flags & ROCE_OPF_IETH)
+		p->ieth_rkey = rd32(b);
+	return ROCE_OK;
+}
+
+int roce_parse_ref(const uint8_t *frame, uint32_t contig, uint32_t len,
+		   struct roce_pkt *p);
+
+int
+roce_parse_ref(const uint8_t *frame, uint32_t contig, uint32_t len,
+	   struct roce_pkt *p)
+{
+	const struct roce_opcode_info *oi;
+	uint32_t off, etype, ip_len, l4_len, udp_len, body, hlen, end;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	if (contig > len)
+		contig = len;
+
+	/* L2 */
+	if (contig < ROCE_ETH_HLEN)
+		return ROCE_ERR_TRUNCATED;
+	memcpy(p->dst_mac, frame, 6);
+	memcpy(p->src_mac, frame + 6, 6);
+	etype = rd16(frame + 12);
+	off = ROCE_ETH_HLEN;
+	if (etype == ROCE_ETHERTYPE_VLAN) {
+		if (contig < ROCE_ETH_HLEN + ROCE_VLAN_HLEN)
+			return ROCE_ERR_TRUNCATED;
+		p->has_vlan = true;
+		p->vlan_tci = rd16(frame + 14);
+		etype = rd16(frame + 16);
+		off += ROCE_VLAN_HLEN;
+	}
+
+	/* L3 */
+	p->l3_off = (uint16_t)off;
+	if (etype == ROCE_ETHERTYPE_IPV4)
+		rc = parse_ipv4(frame + off, contig - off, p, &ip_len, &l4_len);
+	else if (etype == ROCE_ETHERTYPE_IPV6)
+		rc = parse_ipv6(frame + off, contig - off, p, &ip_len, &l4_len);
+	else
+		rc = ROCE_ERR_NOT_ROCE;
+	if (rc != ROCE_OK)
+		return rc;
+	/* ip_len <= 40 + 65535: no overflow below. */
+	end = off + ip_len;
+	if (end > len)
+		return ROCE_ERR_TRUNCATED;
+	if (end < len && len > ETH_MIN_FRAME + (p->has_vlan ? 4u : 0u))
+		return ROCE_ERR_BAD_IP;	/* trailing bytes, not padding */
+	off += ip_len - l4_len;
+
+	/* L4: the parse_ipv* checked the 8 bytes are within contig. */
+	p->l4_off = (uint16_t)off;
+	p->udp_sport = rd16(frame + off);
+	p->udp_dport = rd16(frame + off + 2);
+	udp_len = rd16(frame + off + 4);
+	p->udp_csum = rd16(frame + off + 6);
+	if (udp_len != l4_len || udp_len < ROCE_UDP_HLEN)
+		return ROCE_ERR_BAD_UDP;
+	off += ROCE_UDP_HLEN;
+	body = udp_len - ROCE_UDP_HLEN;	/* BTH .. ICRC */
+
+	/* BTH and extended headers */
+	p->bth_off = (uint16_t)off;
+	if (body < ROCE_BTH_LEN + ROCE_ICRC_LEN)
+		return ROCE_ERR_BAD_LENGTH;
+	if (contig - off < ROCE_BTH_LEN)
+		return ROCE_ERR_TRUNCATED;
+	p->opcode = frame[off];
+	oi = roce_opcode_info(p->opcode);
+	if (oi->name == NULL)
+		return ROCE_ERR_BAD_OPCODE;
+	if ((frame[off + 1] & ROCE_BTH_TVER_MASK) != 0)
+		return ROCE_ERR_BAD_TVER;
+	hlen = oi->hdr_len;
+	if (body < hlen + ROCE_ICRC_LEN)
+		return ROCE_ERR_BAD_LENGTH;
+	if (contig - off < hlen)
+		return ROCE_ERR_TRUNCATED;
+	parse_bth_ext(frame + off, p, oi->flags);
+
+	/* Payload, pad and ICRC */
+	body -= hlen + ROCE_ICRC_LEN;	/* payload + pad */
+	if (oi->flags & ROCE_OPF_PAYLOAD) {
+		/* Payloads are whole 4-byte words; only the last packet of
+		 * a message can be short, so only it may carry pad. */
+		if (body % 4 != 0 || p->pad > body)
+			return ROCE_ERR_BAD_LENGTH;
+		if (p->pad != 0 && !(oi->flags & ROCE_OPF_LAST))
+			return ROCE_ERR_BAD_LENGTH;
+	} else if (body != 0 || p->pad != 0) {
+		return ROCE_ERR_BAD_LENGTH;
+	}
+	p->payload_off = (uint16_t)(off + hlen);
+	p->payload_len = body - p->pad;
+	p->frame_len = end;
+	if (end <= contig)
+		p->icrc = roce_icrc_load(frame + end - ROCE_ICRC_LEN);
+	return ROCE_OK;
+}
