@@ -91,8 +91,8 @@ int eth_port_setup(struct droce_dev *dev)
 	 * used): only ports that never DMA and take chains (all three
 	 * virtual ports report RTE_ETH_TX_OFFLOAD_MULTI_SEGS in 22.11)
 	 * qualify. net_ring passes the mbuf by pointer to a receiver in this
-	 * process, which handles chains; net_af_packet copies each segment
-	 * into its TPACKET ring and frees the mbuf at once. memif is left
+	 * process, which handles chains; net_af_packet copies the frame
+	 * into the TPACKET ring it shares with the kernel. memif is left
 	 * out: in its zero-copy mode the buffers must lie in its shared
 	 * regions. See doc/performance.md for when it pays. */
 	dev->zc_min = 0;
