@@ -96,6 +96,8 @@ static void usage(const char *argv0)
 	printf("                             lcores) or driven by this thread's verbs calls\n");
 	printf("      --idle_us=<us>         loopback: engine idle sleep limit (droce's idle_us)\n");
 	printf("      --nb_mbuf=<n>          loopback: mbufs per device (droce's nb_mbuf)\n");
+	printf("      --zc_min=<bytes>       loopback: zero-copy transmit of packet payloads\n"
+	       "                             of at least this size (droce's zc_min; 0 off)\n");
 	printf("      --per_qp               per-QP message rate and bandwidth table\n");
 	printf("      --kv                   one machine-readable DROCE_PERF line per result\n");
 	printf("      --check                verify data and byte counts after each size\n");
@@ -108,7 +110,7 @@ static void usage(const char *argv0)
 
 enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
-	O_NB_MBUF, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
+	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT,
 };
 
@@ -160,6 +162,7 @@ static int parse_args(int argc, char **argv)
 		{ "engine", 1, NULL, O_ENGINE },
 		{ "idle_us", 1, NULL, O_IDLE_US },
 		{ "nb_mbuf", 1, NULL, O_NB_MBUF },
+		{ "zc_min", 1, NULL, O_ZC_MIN },
 		{ "per_qp", 0, NULL, O_PER_QP }, { "kv", 0, NULL, O_KV },
 		{ "check", 0, NULL, O_CHECK }, { "cycles", 0, NULL, O_CYCLES },
 		{ "no_info", 0, NULL, O_NO_INFO },
@@ -343,6 +346,11 @@ static int parse_args(int argc, char **argv)
 			if (parse_num(optarg, 1023, 1 << 24, &v))
 				return bad("nb_mbuf", optarg);
 			opt.nb_mbuf = (unsigned int)v;
+			break;
+		case O_ZC_MIN:
+			if (parse_num(optarg, 0, 1 << 16, &v))
+				return bad("zc_min", optarg);
+			opt.zc_min = (unsigned int)v;
 			break;
 		case O_PER_QP: opt.per_qp = true; break;
 		case O_KV: opt.kv = true; break;
@@ -651,6 +659,9 @@ static int main_loopback(const char *argv0)
 	if (opt.nb_mbuf)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",nb_mbuf=%u", opt.nb_mbuf);
+	if (opt.zc_min)
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",zc_min=%u", opt.zc_min);
 	snprintf(da, sizeof(da), "ip=198.18.0.1,name=droce_lb0,%s", common);
 	snprintf(db, sizeof(db), "ip=198.18.0.2,name=droce_lb1,%s", common);
 	ret = droce_create_ring_pair(da, db);

@@ -129,7 +129,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(arp_tx, "ARP frames sent") \
 	X(arp_rx, "ARP frames received") \
 	X(arp_fail, "peers that never answered ARP") \
-	X(tx_full, "tx bursts the port took only in part (retried)")
+	X(tx_full, "tx bursts the port took only in part (retried)") \
+	X(tx_zc, "frames sent zero-copy (payload read in place, zc_min=)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -134,6 +134,9 @@ struct droce_pd {
  */
 enum droce_key_kind { DROCE_KEY_MR, DROCE_KEY_MW };
 
+/* ibv_dereg_mr's bound on waiting for zero-copy frames to be freed. */
+#define DROCE_ZC_DRAIN_NS	(2ull * 1000 * 1000 * 1000)
+
 struct droce_mr {
 	union {
 		struct ibv_mr ibv;
@@ -158,6 +161,12 @@ struct droce_mr {
 	 * before each use: a deregistered, invalidated or changed key fails
 	 * it, and the pointer is never used again. */
 	uint64_t epoch;
+	/* Zero-copy transmit (eth_tx.c, zc_min=): frames whose payload
+	 * segment points into this region and has not been freed yet. The
+	 * engine adds, the mbuf free callback (any thread) subtracts;
+	 * ibv_dereg_mr and a translation-changing ibv_rereg_mr wait for 0. */
+	uint32_t zc_inflight;
+	bool dying;			/* deregistered, zc frames pending */
 };
 
 struct droce_cq {
@@ -461,6 +470,7 @@ struct droce_devargs {
 	uint32_t arp_timeout_ms;
 	char impair[256];		/* link impairer kvargs ("" = none) */
 	uint16_t vlan_tci;		/* 802.1Q: prio << 13 | vid; 0 = untagged */
+	uint32_t zc_min;		/* zero-copy tx from this payload size; 0 off */
 };
 
 struct droce_dev {
@@ -501,6 +511,7 @@ struct droce_dev {
 	uint32_t txq_cap;
 	uint16_t ip_id;
 	/* mbufs taken from pool in bulk, handed out one per frame built */
+	uint32_t zc_min;		/* engine: effective zero-copy threshold */
 	uint32_t mstash_n;
 	struct rte_mbuf *mstash[DROCE_MSTASH];
 	struct droce_dev_stats st;

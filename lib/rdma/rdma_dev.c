@@ -136,7 +136,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
 		"arp_timeout_ms", "port", "impair", "vlan", "prio", "port_mtu",
-		NULL
+		"zc_min", NULL
 	};
 	struct rte_kvargs *kv;
 	uint32_t vid = 0, prio = 0;
@@ -168,7 +168,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "impair", parse_impair, a) ||
 	    rte_kvargs_process(kv, "vlan", parse_u32, &vid) ||
 	    rte_kvargs_process(kv, "prio", parse_u32, &prio) ||
-	    rte_kvargs_process(kv, "port_mtu", parse_u32, &a->port_mtu)) {
+	    rte_kvargs_process(kv, "port_mtu", parse_u32, &a->port_mtu) ||
+	    rte_kvargs_process(kv, "zc_min", parse_u32, &a->zc_min)) {
 		ret = -EINVAL;
 		goto out;
 	}

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "droce_int.h"
 
@@ -133,6 +134,33 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
 	return reg_mr(pd, addr, length, iova, access);
 }
 
+/*
+ * Wait (sleeping, bounded) until no zero-copy frame points into mr: they
+ * sit in the device's transmit queue, a port's ring, a receiver's hands
+ * or the link impairer's delay line, and each is freed within
+ * microseconds to milliseconds while engines run. An app-driven engine is
+ * driven from here (its keeper would, more slowly). False on timeout.
+ */
+static bool zc_drain(struct droce_dev *dev, struct droce_mr *mr)
+{
+	long ns = 1000;
+	uint64_t waited = 0;
+
+	while (__atomic_load_n(&mr->zc_inflight, __ATOMIC_ACQUIRE) != 0) {
+		struct timespec ts = { 0, ns };
+
+		if (waited >= DROCE_ZC_DRAIN_NS)
+			return false;
+		if (droce_drv->poll)
+			droce_drv->poll(dev);
+		nanosleep(&ts, NULL);
+		waited += (uint64_t)ns;
+		if (ns < 1000000)
+			ns *= 2;
+	}
+	return true;
+}
+
 int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct droce_mr *mr;
@@ -143,6 +171,10 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	mr = container_of(ibmr, struct droce_mr, ibv);
 	dev = droce_dev_of_ctx(ibmr->context);
 	pthread_mutex_lock(&dev->lock);
+	if (mr->dying) {	/* an earlier call timed out in zc_drain */
+		pthread_mutex_unlock(&dev->lock);
+		goto drain;
+	}
 	if (droce_mr_lookup(dev, mr->key) != mr || mr->kind != DROCE_KEY_MR) {
 		pthread_mutex_unlock(&dev->lock);
 		return EINVAL;
@@ -161,6 +193,14 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 	 * checked with droce_key_live() before each use, and the key is
 	 * gone from the table. */
 	droce_drv->exec(dev, sync_noop, NULL);
+	/* Nor does a frame once this returns: zero-copy payloads still
+	 * queued read the region until freed. If they do not drain, the
+	 * region stays pinned (unusable, not freed) and the caller may call
+	 * again. */
+	mr->dying = true;
+drain:
+	if (!zc_drain(dev, mr))
+		return EBUSY;
 	__atomic_fetch_sub(&mr->pd->refcnt, 1, __ATOMIC_RELAXED);
 	free(mr);
 	return 0;
@@ -231,6 +271,12 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 		j.access = acc;
 	}
 	droce_drv->exec(droce_dev_of_ctx(ibmr->context), rereg_apply, &j);
+	/* Zero-copy frames may still read the old translation, which the
+	 * caller may free on return: wait for them too. */
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	    !zc_drain(j.dev, mr))
+		DROCE_LOG(WARNING, "rereg_mr: zero-copy frames of the old range still queued after %llu ms",
+			  (unsigned long long)(DROCE_ZC_DRAIN_NS / 1000000));
 	if (j.pd != container_of(ibmr->pd, struct droce_pd, ibv)) {
 		__atomic_fetch_add(&j.pd->refcnt, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_sub(&container_of(ibmr->pd, struct droce_pd, ibv)->refcnt,

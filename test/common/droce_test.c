@@ -365,9 +365,22 @@ void dt_init(struct dt_env *env, const char *prog,
 	     const char *devargs_a, const char *devargs_b)
 {
 	int ret, n = -1, i;
+	const char *extra = getenv("DT_DEVARGS");
+	char xa[512], xb[512];
 
 	memset(env, 0, sizeof(*env));
 	dt_eal_init(prog);
+	/* DT_DEVARGS=k=v,... adds devargs to both devices: the same test
+	 * under another configuration (e.g. zc_min=1, zero-copy transmit). */
+	if (extra != NULL && *extra != '\0') {
+		snprintf(xa, sizeof(xa), "%s,%s",
+			 devargs_a ? devargs_a : "ip=198.18.0.1", extra);
+		snprintf(xb, sizeof(xb), "%s,%s",
+			 devargs_b ? devargs_b : "ip=198.18.0.2", extra);
+		devargs_a = xa;
+		devargs_b = xb;
+		printf("DT_DEVARGS: %s | %s\n", xa, xb);
+	}
 	ret = droce_create_ring_pair(devargs_a, devargs_b);
 	if (ret != 0) {
 		dt_report(__FILE__, __LINE__,

@@ -104,6 +104,11 @@ struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 			   uint32_t payload_len, uint8_t **payload);
 void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 		const struct roce_pkt *p);
+void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
+	      const struct roce_pkt *p);
+struct rte_mbuf *eth_build_zc(struct droce_qp *qp, struct roce_pkt *p,
+			      struct droce_mr *mr, const uint8_t *src,
+			      uint32_t len);
 void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m);
 int eth_tx_flush(struct droce_dev *dev);
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);

@@ -86,6 +86,25 @@ int eth_port_setup(struct droce_dev *dev)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 	if (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	/* Zero-copy transmit (zc_min=) chains an external buffer in the
+	 * application's memory, which is not DMA-mapped (rte_extmem is not
+	 * used): only ports that never DMA and take chains (all three
+	 * virtual ports report RTE_ETH_TX_OFFLOAD_MULTI_SEGS in 22.11)
+	 * qualify. net_ring passes the mbuf by pointer to a receiver in this
+	 * process, which handles chains; net_af_packet copies the frame
+	 * into the TPACKET ring it shares with the kernel. memif is left
+	 * out: in its zero-copy mode the buffers must lie in its shared
+	 * regions. See doc/performance.md for when it pays. */
+	dev->zc_min = 0;
+	if (dev->args.zc_min) {
+		if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) &&
+		    (strcmp(info.driver_name, "net_ring") == 0 ||
+		     strcmp(info.driver_name, "net_af_packet") == 0))
+			dev->zc_min = dev->args.zc_min;
+		else
+			DROCE_LOG(WARNING, "port %u (%s): no zero-copy transmit on this port",
+				  port, info.driver_name);
+	}
 	ret = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (ret) {
 		DROCE_LOG(ERR, "port %u: configure failed: %s", port, strerror(-ret));

@@ -174,6 +174,39 @@ int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 	return len ? ETH_SGE_LEN : 0;
 }
 
+/*
+ * Zero-copy: the packet's payload [off, off + len) of the SGE list, if it
+ * lies in one SGE (one region, contiguous); its region in *mrp. NULL if
+ * not (the caller gathers as usual, which also reports a bad key).
+ */
+static const uint8_t *sge_in_place(struct droce_qp *qp,
+				   const struct mlx5_wqe_data_seg *d,
+				   uint32_t nsge, uint32_t off, uint32_t len,
+				   struct droce_mr **mrp)
+{
+	for (uint32_t i = 0; i < nsge; i++) {
+		uint32_t sl = be32toh(d[i].byte_count);
+		uint64_t iova;
+		struct droce_mr *mr;
+
+		if (off >= sl) {
+			off -= sl;
+			continue;
+		}
+		if (sl - off < len)
+			return NULL;	/* spans SGEs: gather */
+		mr = droce_mr_lookup(qp->dev, be32toh(d[i].lkey));
+		iova = be64toh(d[i].addr) + off;
+		if (mr == NULL || mr->pd != qp->pd || mr->kind != DROCE_KEY_MR ||
+		    iova < mr->iova || len > mr->len ||
+		    iova - mr->iova > mr->len - len)
+			return NULL;
+		*mrp = mr;
+		return mr->host + (iova - mr->iova);
+	}
+	return NULL;
+}
+
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
 		    const struct rte_mbuf *m, const uint8_t *buf, uint32_t moff,
@@ -543,6 +576,19 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 			p.imm = v->imm;
 			p.ieth_rkey = v->imm;	/* SEND with invalidate */
 		}
+		if (qp->dev->zc_min && seg >= qp->dev->zc_min && !v->inl) {
+			struct droce_mr *mr;
+			const uint8_t *src = sge_in_place(qp, v->sge, v->nsge,
+							  qp->req_off, seg, &mr);
+
+			if (src != NULL) {
+				m = eth_build_zc(qp, &p, mr, src, seg);
+				if (unlikely(m == NULL))
+					return false;
+				eth_xmit(qp->dev, m, &p);
+				goto sent;
+			}
+		}
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return false;
@@ -555,6 +601,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 			return false;
 		}
 		eth_finish(qp->dev, m, &p);
+sent:
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
 		qp->req_off += seg;
 		if (last) {

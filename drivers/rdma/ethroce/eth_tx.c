@@ -53,6 +53,86 @@ struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 	return m;
 }
 
+/* ------------------------------------------------- zero-copy transmit */
+
+/* The last reference to a zero-copy payload is gone (a port's transmit
+ * copied it, a receiver in this process consumed it, or it was dropped):
+ * on whatever thread freed the mbuf. The region may be freed by
+ * ibv_dereg_mr as soon as this reaches 0: mr is not touched after. */
+static void zc_free(void *addr, void *opaque)
+{
+	struct droce_mr *mr = opaque;
+
+	(void)addr;
+	__atomic_fetch_sub(&mr->zc_inflight, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * A frame whose payload is not copied: [headers] -> [payload in place, an
+ * external buffer in the application's registered memory] -> [pad, ICRC].
+ * The wire bytes are those eth_build + eth_finish would give. The ICRC is
+ * computed here, reading the payload in place once (eth_build's path
+ * reads it twice: copy, then CRC). The shared info lives in the payload
+ * mbuf's own (unused) data room, so nothing is allocated but mbufs.
+ * Returns NULL if mbufs ran out (nothing was sent, nothing counted).
+ */
+struct rte_mbuf *eth_build_zc(struct droce_qp *qp, struct roce_pkt *p,
+			      struct droce_mr *mr, const uint8_t *src,
+			      uint32_t len)
+{
+	static const uint8_t zero[4];
+	struct droce_dev *dev = qp->dev;
+	struct rte_mbuf *h, *x, *t;
+	struct rte_mbuf_ext_shared_info *shi;
+	uint8_t *buf, *tail;
+	uint32_t hlen, pad, crc;
+
+	h = eth_mbuf_alloc(dev);
+	x = eth_mbuf_alloc(dev);
+	t = eth_mbuf_alloc(dev);
+	if (unlikely(h == NULL || x == NULL || t == NULL)) {
+		rte_pktmbuf_free(h);
+		rte_pktmbuf_free(x);
+		rte_pktmbuf_free(t);
+		return NULL;
+	}
+	pad = (4 - (len & 3)) & 3;
+	p->payload_len = len;
+	p->pad = (uint8_t)pad;
+	p->ip_id = dev->ip_id++;
+	buf = rte_pktmbuf_mtod(h, uint8_t *);
+	hlen = roce_build_hdrs_cached(buf, p, &qp->hdr_cache);
+	h->data_len = (uint16_t)hlen;
+	crc = roce_icrc_hdrs(buf + p->l3_off, p->payload_off - p->l3_off,
+			     p->ipv6);
+	crc = roce_crc32(crc, src, len);
+	crc = roce_icrc_final(roce_crc32(crc, zero, pad));
+	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
+	tail = rte_pktmbuf_mtod(t, uint8_t *);
+	memset(tail, 0, pad);
+	roce_icrc_store(tail + pad, crc);
+	t->data_len = (uint16_t)(pad + ROCE_ICRC_LEN);
+
+	shi = (struct rte_mbuf_ext_shared_info *)((uint8_t *)x +
+		sizeof(struct rte_mbuf) + rte_pktmbuf_priv_size(x->pool));
+	shi->free_cb = zc_free;
+	shi->fcb_opaque = mr;
+	rte_mbuf_ext_refcnt_set(shi, 1);
+	__atomic_fetch_add(&mr->zc_inflight, 1, __ATOMIC_RELAXED);
+	/* Only ports that never DMA take these (eth_port.c): the IOVA is
+	 * the address, as with --iova-mode=va, and nobody maps it. */
+	rte_pktmbuf_attach_extbuf(x, (void *)(uintptr_t)src,
+				  (rte_iova_t)(uintptr_t)src, (uint16_t)len, shi);
+	x->data_len = (uint16_t)len;
+
+	h->next = x;
+	x->next = t;
+	h->nb_segs = 3;
+	h->pkt_len = hlen + len + pad + ROCE_ICRC_LEN;
+	dev->st.tx_zc++;
+	return h;
+}
+
 void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 		const struct roce_pkt *p)
 {
@@ -62,6 +142,13 @@ void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
 	memset(end - p->pad, 0, p->pad);
 	roce_icrc_store(end, roce_icrc_frame(buf, p));
+	eth_xmit(dev, m, p);
+}
+
+/* A finished frame (ICRC in place) to the port, or to ourselves. */
+void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
+	      const struct roce_pkt *p)
+{
 	DROCE_TRACE("tx", dev->args.name, p);
 	/* Two QPs of one device: the frame never leaves (the port could not
 	 * loop it back anyway); it is received on the next poll. */
