@@ -255,6 +255,10 @@ enum roce_parse_err {
  */
 int roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
 	       struct roce_pkt *p);
+/* The same without the fast path for common frames: the reference that
+ * path is tested against (test_roce_parse_diff). */
+int roce_parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
+		    struct roce_pkt *p);
 
 /*
  * Write all headers of `p` (Ethernet .. last extended header) into `buf`

@@ -153,6 +153,19 @@ parse_bth_ext(const uint8_t *b, struct roce_pkt *p, uint32_t flags)
 /* Every frame the fast path does not take, and the reason for a reject. */
 static __attribute__((noinline)) int
 parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
+	   struct roce_pkt *p);
+
+int
+roce_parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
+		struct roce_pkt *p)
+{
+	if (contig > len)
+		contig = len;
+	return parse_full(frame, contig, len, p);
+}
+
+static __attribute__((noinline)) int
+parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
 	   struct roce_pkt *p)
 {
 	const struct roce_opcode_info *oi;
