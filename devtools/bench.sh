@@ -84,6 +84,8 @@ else
 fi
 LOG="--log-level=*:warning"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-bench.XXXXXX")
+# EAL runtime directories of this run's processes (prefixes bench$$*, bcg$$)
+trap 'rm -rf /run/dpdk/bench$$* /run/dpdk/bcg$$ 2>/dev/null' EXIT
 # shellcheck source=bench/lib.sh
 . "$HERE/bench/lib.sh"
 

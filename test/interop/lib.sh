@@ -261,6 +261,8 @@ io_cleanup() {
 		ip netns del "$IO_NS" 2>/dev/null
 		IO_NS_MADE=0
 	fi
+	# droce's EAL runtime directories (io_droce_env's file prefixes)
+	rm -rf /run/dpdk/drio$$-* 2>/dev/null
 }
 
 # io_eal_mem: EAL memory options (hugepages when at least 1 GiB is free)
