@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1022,7 +1023,15 @@ int main(int argc __rte_unused, char **argv)
 	rte_ring_free(r01);
 	rte_ring_free(r10);
 	rte_mempool_free(g_pool);
-	rte_eal_cleanup();
+	{
+		char rundir[PATH_MAX];
+
+		snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
+		rte_eal_cleanup();
+		/* --in-memory/--no-shconf still create an empty runtime directory */
+		if (rundir[0] != '\0')
+			(void)rmdir(rundir);
+	}
 	if (g_fail) {
 		printf("test_impair: %d check(s) FAILED (DROCE_TEST_SEED=%" PRIu64 ")\n",
 		       g_fail, seed);
