@@ -647,7 +647,17 @@ static void destroy_apply(void *arg)
  * left (or not been read) yet, and a peer that lost one retransmits: keep
  * driving the engine until the link has been quiet for a moment, as a
  * NIC would go on answering after the process stopped polling.
+ *
+ * A poll that found nothing is followed by a short nap, not by the next
+ * poll: the peer often exits while we linger, and DPDK 22.11's memif then
+ * unmaps the shared rings from its interrupt thread (memif_disconnect)
+ * with no synchronisation with a burst in progress, so a thread inside
+ * rte_eth_rx/tx_burst at that moment faults. A busy loop is inside a
+ * burst most of the time, a napping one seldom (see
+ * test/examples/README.md). A link gone down has no one left to answer.
  */
+#define LINGER_NAP_NS 20000
+
 static void linger(struct droce_dev *dev)
 {
 	struct timespec ts;
@@ -656,11 +666,20 @@ static void linger(struct droce_dev *dev)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = quiet = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	for (;;) {
+		struct timespec nap = { 0, LINGER_NAP_NS };
+		struct rte_eth_link link;
 		double now;
 
-		if (droce_drv->poll(dev) > 0)
-			clock_gettime(CLOCK_MONOTONIC, &ts), quiet =
-				(double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		if (droce_drv->poll(dev) > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			quiet = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		} else {
+			memset(&link, 0, sizeof(link));
+			if (rte_eth_link_get_nowait(dev->port_id, &link) == 0 &&
+			    !link.link_status)
+				break;
+			nanosleep(&nap, NULL);
+		}
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 		if (now - quiet > 0.05 || now - t0 > 0.5)
