@@ -17,7 +17,10 @@
 # app):
 #   rc 64k    ibv_rc_pingpong -s 65536 -n 8 -c against examples/rc_pingpong,
 #             drop 2 % both directions
-#   rc 4k     -s 4096 -n 40 -c, drop 2 %, dup 1 %, reorder 2 % (depth 4)
+#   rc 4k     -s 4096 -n 120 -c, drop 2 %, dup 1 %, reorder 2 % (depth 4)
+#             (120: each side sends 480 request packets, so the chance
+#             that the impairer spares all of one side's is 0.98^480 <
+#             1e-4; at -n 40 it was 4 %, and a CI run met it)
 #   write_bw  ib_write_bw -s 65536 -n 20 against droce-perf, drop 1 %
 #   read_bw   ib_read_bw -s 16384 -n 20, drop 2 %
 # (the perftest runs only when <droce-perf> is given and works).
@@ -169,10 +172,30 @@ report() { # <label> <before>
 
 # ---------------------------------------------------------------- runs
 
+# The final-ACK race. ibv_rc_pingpong has no closing handshake: the client
+# leaves as soon as it has received the server's last message, while the
+# server still waits for the ACK of that message. If the loss takes that
+# ACK (2 % here), the server retransmits to a QP that is gone and fails
+# (rxe retries for ever: killed at the pair timeout; droce: retry counter
+# exceeded). Two NICs on a lossy link would fail the same way, so it says
+# nothing about droce; it is recognised by its signature (the client
+# exited 0 with every byte and iteration and good data, only the server
+# failed) and the run is repeated once with the next seed. A second
+# failure fails the test whatever its shape (chance 0.04 %).
+
 # rc <name> <size> <iters> <impair> <rxe|droce: the server>
 rc() {
-	local name=$1 size=$2 iters=$3 label before=$IO_FAILS t0 t1
+	local try
+	for try in 0 1; do
+		rc_once "$@" "$try" && return
+	done
+}
+
+# rc_once <name> <size> <iters> <impair> <server> <try>: 1 = repeat it
+rc_once() {
+	local name=$1 size=$2 iters=$3 label before=$IO_FAILS t0 t1 src dst
 	local args=(-p "$RC_PORT" -g 1 -m 1024 -n "$iters" -c -s "$size")
+	local impair=${4//seed:$SEED/seed:$((SEED + $6))}
 	label="$name $MODE: $5 server"
 	dir=$IO_WORK/run$((IO_RUN + 1))
 	RETX_SUMMARY='' KV_NOTE=''
@@ -180,25 +203,33 @@ rc() {
 		io_fail "$label: out of time budget (${IO_BUDGET}s)"
 		return
 	fi
-	IO_DROCE_IMPAIR="$4"
+	IO_DROCE_IMPAIR="$impair"
 	t0=$(now)
 	if [ "$5" = rxe ]; then
 		io_pair_rxe_server "$MODE" "$dir" "$RC_PORT" \
 			"ibv_rc_pingpong -d rxe0 ${args[*]}" \
 			"$RC_BIN" "${args[@]}" "$IO_GUEST_OOB_IP" ||
 			{ io_fail "$label: the guest job did not start"; return; }
-		finish "$label" "$before" $IO_GRC $IO_DRC
+		src=$IO_GRC dst=$IO_DRC
 		sout=$dir/rxe.out cout=$dir/droce.out
 	else
 		io_pair_droce_server "$MODE" "$dir" "$RC_PORT" \
 			"ibv_rc_pingpong -d rxe0 ${args[*]} $IO_HOST_OOB_IP" \
 			"$RC_BIN" "${args[@]}" ||
 			{ io_fail "$label: droce's server does not listen"; io_show "$dir"/*; return; }
-		finish "$label" "$before" $IO_DRC $IO_GRC
+		src=$IO_DRC dst=$IO_GRC
 		sout=$dir/droce.out cout=$dir/rxe.out
 	fi
-	t1=$(now)
 	IO_DROCE_IMPAIR=
+	if [ "$6" -eq 0 ] && [ "$src" -ne 0 ] && [ "$dst" -eq 0 ]; then
+		rc_side "$cout" "$size" "$iters" "$label (client)"
+		if [ $IO_FAILS -eq "$before" ]; then
+			echo "note: $label: the client finished, the server did not (exit $src): the final-ACK race; once more with seed $((SEED + 1))"
+			return 1
+		fi
+	fi
+	finish "$label" "$before" "$src" "$dst"
+	t1=$(now)
 	if [ $IO_FAILS -eq "$before" ]; then
 		rc_side "$sout" "$size" "$iters" "$label (server)"
 		rc_side "$cout" "$size" "$iters" "$label (client)"
@@ -252,8 +283,8 @@ for r in $RUNS; do
 	case $r in
 	rc64k)	rc rc64k 65536 8 "$DROP2" rxe
 		rc rc64k 65536 8 "$DROP2" droce ;;
-	rc4k)	rc rc4k 4096 40 "$DROP2/dup:0.01/reorder:0.02/reorder_depth:4" rxe
-		rc rc4k 4096 40 "$DROP2/dup:0.01/reorder:0.02/reorder_depth:4" droce ;;
+	rc4k)	rc rc4k 4096 120 "$DROP2/dup:0.01/reorder:0.02/reorder_depth:4" rxe
+		rc rc4k 4096 120 "$DROP2/dup:0.01/reorder:0.02/reorder_depth:4" droce ;;
 	write_bw|read_bw)
 		if [ $PERF_OK -ne 1 ]; then
 			echo "note: $r: no usable droce-perf; not run"
