@@ -325,6 +325,15 @@ static inline uint32_t roce_icrc_final(uint32_t crc) { return crc; }
 
 /* ICRC of a whole contiguous frame (`frame_len` includes the ICRC slot). */
 uint32_t roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p);
+/*
+ * The ICRC over cover bytes at l3 (IP header through pad, contiguous) by
+ * carry-less multiplication, reading the frame in place (roce_icrc_clmul.c).
+ * Only if roce_icrc_clmul_usable() (x86-64 with PCLMULQDQ and SSE4.1), and
+ * only for IPv4 with a 20-byte header and cover >= 40, or IPv6 and
+ * cover >= 60; roce_icrc_frame() uses it when it can.
+ */
+bool roce_icrc_clmul_usable(void);
+uint32_t roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

@@ -108,6 +108,11 @@ roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
 	uint32_t cover = p->frame_len - ROCE_ICRC_LEN - p->l3_off;
 	const uint8_t *l3 = frame + p->l3_off;
 
+	if (__builtin_expect(roce_icrc_clmul_usable(), 1) &&
+	    (p->ipv6 ? hdr_len >= ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN :
+	     hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
+	     (l3[0] & 0x0f) == 5))
+		return roce_icrc_clmul(l3, cover, p->ipv6);
 	if (!p->ipv6 && cover <= ICRC_SMALL &&
 	    hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
 	    (l3[0] & 0x0f) == 5) {

@@ -172,16 +172,16 @@ report() { # <label> <before>
 
 # ---------------------------------------------------------------- runs
 
-# The final-ACK race. ibv_rc_pingpong has no closing handshake: the client
-# leaves as soon as it has received the server's last message, while the
-# server still waits for the ACK of that message. If the loss takes that
-# ACK (2 % here), the server retransmits to a QP that is gone and fails
-# (rxe retries for ever: killed at the pair timeout; droce: retry counter
-# exceeded). Two NICs on a lossy link would fail the same way, so it says
-# nothing about droce; it is recognised by its signature (the client
-# exited 0 with every byte and iteration and good data, only the server
-# failed) and the run is repeated once with the next seed. A second
-# failure fails the test whatever its shape (chance 0.04 %).
+# The final-ACK race. ibv_rc_pingpong has no closing handshake: a side
+# leaves as soon as its own last send is acknowledged and the peer's last
+# message has arrived, while the peer may still wait for the ACK of that
+# message. If the loss takes that ACK (2 % here), the peer retransmits to
+# a QP that is gone and fails (rxe retries for ever: killed at the pair
+# timeout; droce: retry counter exceeded). Two NICs on a lossy link would
+# fail the same way, so it says nothing about droce; it is recognised by
+# its signature (one side exited 0 with every byte and iteration and good
+# data, only the other failed) and the run is repeated once with the next
+# seed. A second failure fails the test whatever its shape.
 
 # rc <name> <size> <iters> <impair> <rxe|droce: the server>
 rc() {
@@ -225,6 +225,12 @@ rc_once() {
 		rc_side "$cout" "$size" "$iters" "$label (client)"
 		if [ $IO_FAILS -eq "$before" ]; then
 			echo "note: $label: the client finished, the server did not (exit $src): the final-ACK race; once more with seed $((SEED + 1))"
+			return 1
+		fi
+	elif [ "$6" -eq 0 ] && [ "$src" -eq 0 ] && [ "$dst" -ne 0 ]; then
+		rc_side "$sout" "$size" "$iters" "$label (server)"
+		if [ $IO_FAILS -eq "$before" ]; then
+			echo "note: $label: the server finished, the client did not (exit $dst): the final-ACK race; once more with seed $((SEED + 1))"
 			return 1
 		fi
 	fi
