@@ -327,13 +327,23 @@ static inline uint32_t roce_icrc_final(uint32_t crc) { return crc; }
 uint32_t roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p);
 /*
  * The ICRC over cover bytes at l3 (IP header through pad, contiguous) by
- * carry-less multiplication, reading the frame in place (roce_icrc_clmul.c).
- * Only if roce_icrc_clmul_usable() (x86-64 with PCLMULQDQ and SSE4.1), and
+ * carry-less multiplication, reading the frame in place (roce_crc_clmul.c).
+ * Only if roce_icrc_clmul_usable() (x86-64 with PCLMULQDQ, SSE4.1, AVX), and
  * only for IPv4 with a 20-byte header and cover >= 40, or IPv6 and
  * cover >= 60; roce_icrc_frame() uses it when it can.
  */
 bool roce_icrc_clmul_usable(void);
 uint32_t roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6);
+
+/*
+ * Copy len bytes from src to dst (not overlapping) and return
+ * roce_crc32(crc, src, len), reading src once: a transmit path that gathers
+ * payload into a frame gets its CRC with the copy. The _clmul form needs
+ * roce_icrc_clmul_usable(); roce_crc32_copy() picks.
+ */
+uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
+uint32_t roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src,
+			       size_t len);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

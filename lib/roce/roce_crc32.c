@@ -11,6 +11,7 @@
  */
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "roce.h"
 #include "roce_crc32_tab.h"	/* generated: roce_crc32_tab[8][256] */
@@ -65,6 +66,15 @@ roce_crc32(uint32_t crc, const void *buf, size_t len)
 #else
 	return roce_crc32_slice8(crc, buf, len);
 #endif
+}
+
+uint32_t
+roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+	if (len >= 64 && roce_icrc_clmul_usable())
+		return roce_crc32_copy_clmul(crc, dst, src, len);
+	memcpy(dst, src, len);
+	return roce_crc32(crc, src, len);
 }
 
 const char *

@@ -92,7 +92,14 @@ icrc_masked(const uint8_t *l3, uint32_t hdr_len, bool ipv6, uint32_t *used)
 uint32_t
 roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
 {
-	uint32_t n, crc = icrc_masked(l3, hdr_len, ipv6, &n);
+	uint32_t n, crc;
+
+	if (__builtin_expect(roce_icrc_clmul_usable(), 1) &&
+	    (ipv6 ? hdr_len >= ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN :
+	     hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
+	     (l3[0] & 0x0f) == 5))
+		return roce_icrc_clmul(l3, hdr_len, ipv6);
+	crc = icrc_masked(l3, hdr_len, ipv6, &n);
 
 	return roce_crc32(crc, l3 + n, hdr_len - n);
 }

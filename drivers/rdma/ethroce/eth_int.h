@@ -104,6 +104,18 @@ struct rte_mbuf *eth_build(struct droce_qp *qp, struct roce_pkt *p,
 			   uint32_t payload_len, uint8_t **payload);
 void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 		const struct roce_pkt *p);
+/*
+ * Payloads of at least ETH_CRC_COPY_MIN bytes get their ICRC while they are
+ * copied into the frame (roce_crc32_copy: one read of the source, not a
+ * copy and a second pass): eth_hdrs_crc() starts it over the headers of an
+ * eth_build() frame, the copy carries it on, eth_finish_crc() adds the pad,
+ * stores it and sends. Below that, copy then eth_finish(): at 256 bytes the
+ * two cost the same, at 1 KiB the fused copy saves ~20% (bench_crc32).
+ */
+#define ETH_CRC_COPY_MIN 512
+uint32_t eth_hdrs_crc(const struct rte_mbuf *m, const struct roce_pkt *p);
+void eth_finish_crc(struct droce_dev *dev, struct rte_mbuf *m,
+		    const struct roce_pkt *p, uint32_t crc);
 void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
 	      const struct roce_pkt *p);
 struct rte_mbuf *eth_build_zc(struct droce_qp *qp, struct roce_pkt *p,
@@ -192,9 +204,11 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m);
 void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
 
-/* Scatter/gather between mlx5 data segments (big-endian) and packets. */
+/* Scatter/gather between mlx5 data segments (big-endian) and packets;
+ * gather carries *crc over the bytes (roce_crc32_copy) unless crc is NULL. */
 int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
-		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len);
+		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len,
+		   uint32_t *crc);
 /* Scatter len bytes from m (at moff), or from buf + moff when m is NULL. */
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,

@@ -150,7 +150,8 @@ static int wqe_decode(const struct droce_qp *qp, uint32_t idx,
 /* ------------------------------------------------ scatter / gather */
 
 int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
-		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len)
+		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len,
+		   uint32_t *crc)
 {
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t sl = be32toh(d[i].byte_count);
@@ -166,7 +167,10 @@ int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 					 be64toh(d[i].addr) + off, n, 0);
 		if (unlikely(src == NULL))
 			return ETH_SGE_PROT;
-		memcpy(dst, src, n);
+		if (crc != NULL)
+			*crc = roce_crc32_copy(*crc, dst, src, n);
+		else
+			memcpy(dst, src, n);
 		dst += n;
 		len -= n;
 		off = 0;
@@ -449,8 +453,8 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	struct roce_pkt p = qp->tmpl;
 	struct rte_ether_addr mac;
 	struct rte_mbuf *m;
-	uint32_t idx = qp->req_cur;
-	bool failed;
+	uint32_t idx = qp->req_cur, crc;
+	bool failed, fused;
 	uint8_t *pl;
 
 	if (!eth_neigh_resolve(qp->dev, v->dst_gid, &mac, &failed)) {
@@ -484,16 +488,21 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	m = eth_build(qp, &p, v->length, &pl);
 	if (unlikely(m == NULL))
 		return false;
+	fused = v->length >= ETH_CRC_COPY_MIN && !v->inl;
+	crc = fused ? eth_hdrs_crc(m, &p) : 0;
 	if (v->inl) {
 		memcpy(pl, v->inl_data, v->length);
 	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0, pl,
-					   v->length))) {
+					   v->length, fused ? &crc : NULL))) {
 		rte_pktmbuf_free(m);
 		qp->req_cur++;
 		complete_sent(qp, idx, IBV_WC_LOC_PROT_ERR);
 		return true;
 	}
-	eth_finish(qp->dev, m, &p);
+	if (fused)
+		eth_finish_crc(qp->dev, m, &p, crc);
+	else
+		eth_finish(qp->dev, m, &p);
 	qp->req_psn = roce_psn_add(qp->req_psn, 1);
 	qp->req_cur++;
 	complete_sent(qp, idx, IBV_WC_SUCCESS);
@@ -506,7 +515,9 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 {
 	struct roce_pkt p = qp->tmpl;
 	struct rte_mbuf *m;
+	uint32_t crc;
 	uint8_t *pl;
+	bool fused;
 
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
@@ -592,15 +603,21 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return false;
+		fused = seg >= ETH_CRC_COPY_MIN && !v->inl;
+		crc = fused ? eth_hdrs_crc(m, &p) : 0;
 		if (v->inl) {
 			memcpy(pl, v->inl_data + qp->req_off, seg);
 		} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge,
-						   qp->req_off, pl, seg))) {
+						   qp->req_off, pl, seg,
+						   fused ? &crc : NULL))) {
 			rte_pktmbuf_free(m);
 			fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
 			return false;
 		}
-		eth_finish(qp->dev, m, &p);
+		if (fused)
+			eth_finish_crc(qp->dev, m, &p, crc);
+		else
+			eth_finish(qp->dev, m, &p);
 sent:
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
 		qp->req_off += seg;

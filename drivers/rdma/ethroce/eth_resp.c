@@ -502,9 +502,16 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return;
-		if (seg)
-			memcpy(pl, j->host + j->sent, seg);
-		eth_finish(qp->dev, m, &p);
+		if (seg >= ETH_CRC_COPY_MIN) {
+			uint32_t crc = eth_hdrs_crc(m, &p);
+
+			crc = roce_crc32_copy(crc, pl, j->host + j->sent, seg);
+			eth_finish_crc(qp->dev, m, &p, crc);
+		} else {
+			if (seg)
+				memcpy(pl, j->host + j->sent, seg);
+			eth_finish(qp->dev, m, &p);
+		}
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;

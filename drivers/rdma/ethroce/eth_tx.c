@@ -145,6 +145,28 @@ void eth_finish(struct droce_dev *dev, struct rte_mbuf *m,
 	eth_xmit(dev, m, p);
 }
 
+uint32_t eth_hdrs_crc(const struct rte_mbuf *m, const struct roce_pkt *p)
+{
+	const uint8_t *buf = rte_pktmbuf_mtod(m, const uint8_t *);
+
+	return roce_icrc_hdrs(buf + p->l3_off, p->payload_off - p->l3_off,
+			      p->ipv6);
+}
+
+void eth_finish_crc(struct droce_dev *dev, struct rte_mbuf *m,
+		    const struct roce_pkt *p, uint32_t crc)
+{
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *end = buf + m->data_len - ROCE_ICRC_LEN;
+
+	if (p->pad) {
+		memset(end - p->pad, 0, p->pad);
+		crc = roce_crc32(crc, end - p->pad, p->pad);
+	}
+	roce_icrc_store(end, roce_icrc_final(crc));
+	eth_xmit(dev, m, p);
+}
+
 /* A finished frame (ICRC in place) to the port, or to ourselves. */
 void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
 	      const struct roce_pkt *p)
