@@ -130,27 +130,19 @@ reduce(__m128i x)
 	return (uint32_t)_mm_extract_epi32(x, 1);
 }
 
-/* Fold blocks 4..nb-1 at p (16-byte blocks, p = block 4) into x1..x4 and
- * return the four folded into one; dst, if not NULL, gets a copy. */
-#define FOLD4_LOOP(p, dst, nblk)						\
+/* Fold the nblk blocks at p (as many as fill groups of four) into the
+ * accumulators x1..x4, by 512 bits each. */
+#define FOLD4_LOOP(p, nblk)						\
 	do {								\
 		for (uint32_t i_ = 0; i_ + 4 <= (nblk); i_ += 4) {		\
 			const __m128i *s_ = (const __m128i *)(p) + i_;		\
-			__m128i b1 = _mm_loadu_si128(s_);			\
-			__m128i b2 = _mm_loadu_si128(s_ + 1);			\
-			__m128i b3 = _mm_loadu_si128(s_ + 2);			\
-			__m128i b4 = _mm_loadu_si128(s_ + 3);			\
-			if (dst) {						\
-				__m128i *d_ = (__m128i *)(dst) + i_;		\
-				_mm_storeu_si128(d_, b1);			\
-				_mm_storeu_si128(d_ + 1, b2);			\
-				_mm_storeu_si128(d_ + 2, b3);			\
-				_mm_storeu_si128(d_ + 3, b4);			\
-			}							\
-			x1 = _mm_xor_si128(fold(x1, k1k2), b1);			\
-			x2 = _mm_xor_si128(fold(x2, k1k2), b2);			\
-			x3 = _mm_xor_si128(fold(x3, k1k2), b3);			\
-			x4 = _mm_xor_si128(fold(x4, k1k2), b4);			\
+			x1 = _mm_xor_si128(fold(x1, k1k2), _mm_loadu_si128(s_)); \
+			x2 = _mm_xor_si128(fold(x2, k1k2),			\
+					   _mm_loadu_si128(s_ + 1));		\
+			x3 = _mm_xor_si128(fold(x3, k1k2),			\
+					   _mm_loadu_si128(s_ + 2));		\
+			x4 = _mm_xor_si128(fold(x4, k1k2),			\
+					   _mm_loadu_si128(s_ + 3));		\
 		}							\
 	} while (0)
 
@@ -180,7 +172,7 @@ icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool isal,
 		x2 = block(l3, 1, mask);
 		x3 = block(l3, 2, mask);
 		x4 = block(l3, 3, mask);
-		FOLD4_LOOP(l3 + 56, (uint8_t *)NULL, nb - 4);
+		FOLD4_LOOP(l3 + 56, nb - 4);
 		k = 4 + ((nb - 4) & ~3u);
 		x1 = _mm_xor_si128(fold(x1, k3k4), x2);
 		x1 = _mm_xor_si128(fold(x1, k3k4), x3);
