@@ -681,9 +681,6 @@ void droce_async_wait_acked(uint32_t *delivered, uint32_t *acked,
 /* A port event to every context open on the device. */
 void droce_port_event(struct droce_dev *dev, enum ibv_event_type type);
 
-/* The engine writes one completion; returns false on CQ overrun. */
-bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src);
-
 /* CQ overrun (IBTA 11.6.3.2: a CQ error, reported once). */
 void droce_cq_overrun(struct droce_cq *cq);
 

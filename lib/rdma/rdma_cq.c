@@ -29,17 +29,6 @@ void droce_cq_overrun(struct droce_cq *cq)
 	cq->overrun = true;
 }
 
-bool droce_cq_push(struct droce_cq *cq, const struct droce_cqe *src)
-{
-	struct droce_cqe *d = droce_cq_slot(cq);
-
-	if (d == NULL)
-		return false;
-	memcpy(d, src, offsetof(struct droce_cqe, owner));
-	droce_cq_commit(cq, d);
-	return true;
-}
-
 /* The next valid CQE at the application's consumer index, or NULL. */
 static inline struct droce_cqe *cq_peek(struct droce_cq *cq)
 {

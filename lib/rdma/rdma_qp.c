@@ -658,30 +658,34 @@ static void destroy_apply(void *arg)
  */
 #define LINGER_NAP_NS 20000
 
-static void linger(struct droce_dev *dev)
+static double mono_s(void)
 {
 	struct timespec ts;
-	double t0, quiet;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = quiet = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void linger(struct droce_dev *dev)
+{
+	double now, t0, quiet;
+
+	t0 = quiet = mono_s();
 	for (;;) {
 		struct timespec nap = { 0, LINGER_NAP_NS };
 		struct rte_eth_link link;
-		double now;
+		bool busy = droce_drv->poll(dev) > 0;
 
-		if (droce_drv->poll(dev) > 0) {
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			quiet = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-		} else {
+		if (!busy) {
 			memset(&link, 0, sizeof(link));
 			if (rte_eth_link_get_nowait(dev->port_id, &link) == 0 &&
 			    !link.link_status)
 				break;
 			nanosleep(&nap, NULL);
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		now = mono_s();
+		if (busy)
+			quiet = now;
 		if (now - quiet > 0.05 || now - t0 > 0.5)
 			break;
 	}

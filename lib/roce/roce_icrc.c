@@ -34,6 +34,31 @@ mask(uint8_t *b, uint32_t have, uint32_t off, uint32_t n)
 		b[i] = 0xff;
 }
 
+/* The fixed-offset masks of an IPv4 (IHL 5) + UDP + BTH copy at h. */
+static inline void
+mask_ipv4_fixed(uint8_t *h)
+{
+	h[IP4_TOS] = 0xff;
+	h[IP4_TTL] = 0xff;
+	h[IP4_CSUM] = 0xff;
+	h[IP4_CSUM + 1] = 0xff;
+	h[ROCE_IPV4_HLEN + UDP_CSUM] = 0xff;
+	h[ROCE_IPV4_HLEN + UDP_CSUM + 1] = 0xff;
+	h[ROCE_IPV4_HLEN + ROCE_UDP_HLEN + BTH_RESV8A] = 0xff;
+}
+
+/* Headers roce_icrc_clmul() takes: an IPv4 header of 20 bytes or IPv6,
+ * with UDP and BTH after it, on a CPU that has the instructions. */
+static inline bool
+clmul_fits(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
+{
+	if (!__builtin_expect(roce_icrc_clmul_usable(), 1))
+		return false;
+	return ipv6 ? hdr_len >= ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN :
+		      hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
+		      (l3[0] & 0x0f) == 5;
+}
+
 /*
  * CRC over the 8 bytes of 1s and the masked IP + UDP + BTH at l3 (hdr_len
  * bytes of headers there); *used says how many header bytes it covered.
@@ -58,13 +83,7 @@ icrc_masked(const uint8_t *l3, uint32_t hdr_len, bool ipv6, uint32_t *used)
 	if (__builtin_expect(n <= hdr_len && !ipv6 && iphl == ROCE_IPV4_HLEN, 1)) {
 		/* The usual frame: fixed offsets, no bounds to watch. */
 		memcpy(h, l3, ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN);
-		h[IP4_TOS] = 0xff;
-		h[IP4_TTL] = 0xff;
-		h[IP4_CSUM] = 0xff;
-		h[IP4_CSUM + 1] = 0xff;
-		h[ROCE_IPV4_HLEN + UDP_CSUM] = 0xff;
-		h[ROCE_IPV4_HLEN + UDP_CSUM + 1] = 0xff;
-		h[ROCE_IPV4_HLEN + ROCE_UDP_HLEN + BTH_RESV8A] = 0xff;
+		mask_ipv4_fixed(h);
 		*used = ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN;
 		return roce_crc32(0, m, 8 + *used);
 	}
@@ -94,10 +113,7 @@ roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
 {
 	uint32_t n, crc;
 
-	if (__builtin_expect(roce_icrc_clmul_usable(), 1) &&
-	    (ipv6 ? hdr_len >= ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN :
-	     hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
-	     (l3[0] & 0x0f) == 5))
+	if (clmul_fits(l3, hdr_len, ipv6))
 		return roce_icrc_clmul(l3, hdr_len, ipv6);
 	crc = icrc_masked(l3, hdr_len, ipv6, &n);
 
@@ -115,10 +131,7 @@ roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
 	uint32_t cover = p->frame_len - ROCE_ICRC_LEN - p->l3_off;
 	const uint8_t *l3 = frame + p->l3_off;
 
-	if (__builtin_expect(roce_icrc_clmul_usable(), 1) &&
-	    (p->ipv6 ? hdr_len >= ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN :
-	     hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
-	     (l3[0] & 0x0f) == 5))
+	if (clmul_fits(l3, hdr_len, p->ipv6))
 		return roce_icrc_clmul(l3, cover, p->ipv6);
 	if (!p->ipv6 && cover <= ICRC_SMALL &&
 	    hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
@@ -127,13 +140,7 @@ roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
 
 		memset(m, 0xff, 8);
 		memcpy(m + 8, l3, cover);
-		m[8 + IP4_TOS] = 0xff;
-		m[8 + IP4_TTL] = 0xff;
-		m[8 + IP4_CSUM] = 0xff;
-		m[8 + IP4_CSUM + 1] = 0xff;
-		m[8 + ROCE_IPV4_HLEN + UDP_CSUM] = 0xff;
-		m[8 + ROCE_IPV4_HLEN + UDP_CSUM + 1] = 0xff;
-		m[8 + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + BTH_RESV8A] = 0xff;
+		mask_ipv4_fixed(m + 8);
 		return roce_icrc_final(roce_crc32(0, m, 8 + cover));
 	}
 	/* The extended headers, payload and pad are contiguous: one call. */

@@ -16,6 +16,8 @@
 import struct
 import sys
 
+from pcap_records import open_pcap
+
 ROCE_PORT = 4791
 # RC request opcodes (IBTA table 38): SEND first..only with imm (0x00-0x05),
 # RDMA WRITE first..only with imm (0x06-0x0b), RDMA READ request (0x0c),
@@ -27,26 +29,11 @@ ACK_OP = 0x11
 
 def frames(path):
     with open(path, 'rb') as f:
-        hdr = f.read(24)
-        if len(hdr) < 24:
+        pcap = open_pcap(f)
+        if pcap is None:
             return
-        magic = struct.unpack('<I', hdr[:4])[0]
-        if magic in (0xa1b2c3d4, 0xa1b23c4d):
-            end = '<'
-        elif magic in (0xd4c3b2a1, 0x4d3cb2a1):
-            end = '>'
-        else:
-            raise ValueError('not a pcap file')
-        nano = magic in (0xa1b23c4d, 0x4d3cb2a1)
-        while True:
-            ph = f.read(16)
-            if len(ph) < 16:
-                return
-            sec, frac, incl, _ = struct.unpack(end + 'IIII', ph)
-            data = f.read(incl)
-            if len(data) < incl:
-                return      # the capture is still being written
-            yield sec + frac / (1e9 if nano else 1e6), data
+        for ts, _, data in pcap[1]:
+            yield ts, data
 
 
 def main():

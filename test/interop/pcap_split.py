@@ -10,8 +10,9 @@
 # usage: pcap_split.py <pcap> <out> <t0> <t1> [<out> <t0> <t1>]...
 # exit: 0, 2 when the input cannot be read. Standard library only.
 
-import struct
 import sys
+
+from pcap_records import open_pcap
 
 
 def main():
@@ -28,32 +29,20 @@ def main():
         print('pcap_split: %s' % e, file=sys.stderr)
         return 2
     with f:
-        hdr = f.read(24)
-        if len(hdr) < 24:
-            return 2
-        magic = struct.unpack('<I', hdr[:4])[0]
-        if magic in (0xa1b2c3d4, 0xa1b23c4d):
-            end = '<'
-        elif magic in (0xd4c3b2a1, 0x4d3cb2a1):
-            end = '>'
-        else:
+        try:
+            pcap = open_pcap(f)
+        except ValueError:
+            pcap = None
+        if pcap is None:
             print('pcap_split: %s: not a pcap file' % a[0], file=sys.stderr)
             return 2
-        div = 1e9 if magic in (0xa1b23c4d, 0x4d3cb2a1) else 1e6
+        hdr, records = pcap
         outs = []
         for path, t0, t1 in cuts:
             o = open(path, 'wb')
             o.write(hdr)
             outs.append((o, t0, t1))
-        while True:
-            ph = f.read(16)
-            if len(ph) < 16:
-                break
-            sec, frac, incl, _ = struct.unpack(end + 'IIII', ph)
-            data = f.read(incl)
-            if len(data) < incl:
-                break
-            ts = sec + frac / div
+        for ts, ph, data in records:
             for o, t0, t1 in outs:
                 if t0 <= ts < t1:
                     o.write(ph)

@@ -172,6 +172,21 @@ report() { # <label> <before>
 
 # ---------------------------------------------------------------- runs
 
+# run_start <label> <impair>: the next run's directory ($dir), its
+# summaries cleared, the impairer set for droce's next start and the start
+# time in RUN_T0; 1 (after a failure) when the budget is spent.
+run_start() {
+	dir=$IO_WORK/run$((IO_RUN + 1))
+	RETX_SUMMARY='' KV_NOTE=''
+	if [ "$(io_remaining)" -le 10 ]; then
+		io_fail "$1: out of time budget (${IO_BUDGET}s)"
+		return 1
+	fi
+	IO_DROCE_IMPAIR="$2"
+	RUN_T0=$(now)
+}
+
+
 # The final-ACK race. ibv_rc_pingpong has no closing handshake: a side
 # leaves as soon as its own last send is acknowledged and the peer's last
 # message has arrived, while the peer may still wait for the ACK of that
@@ -197,14 +212,8 @@ rc_once() {
 	local args=(-p "$RC_PORT" -g 1 -m 1024 -n "$iters" -c -s "$size")
 	local impair=${4//seed:$SEED/seed:$((SEED + $6))}
 	label="$name $MODE: $5 server"
-	dir=$IO_WORK/run$((IO_RUN + 1))
-	RETX_SUMMARY='' KV_NOTE=''
-	if [ "$(io_remaining)" -le 10 ]; then
-		io_fail "$label: out of time budget (${IO_BUDGET}s)"
-		return
-	fi
-	IO_DROCE_IMPAIR="$impair"
-	t0=$(now)
+	run_start "$label" "$impair" || return 0
+	t0=$RUN_T0
 	if [ "$5" = rxe ]; then
 		io_pair_rxe_server "$MODE" "$dir" "$RC_PORT" \
 			"ibv_rc_pingpong -d rxe0 ${args[*]}" \
@@ -250,14 +259,8 @@ perf() {
 	local t=$1 size=$2 label before=$IO_FAILS t0 t1 iters=20 req
 	local pargs="-x 1 -F -p $PERF_PORT -n $iters -s $size"
 	label="$t $MODE: $4 server"
-	dir=$IO_WORK/run$((IO_RUN + 1))
-	RETX_SUMMARY='' KV_NOTE=''
-	if [ "$(io_remaining)" -le 10 ]; then
-		io_fail "$label: out of time budget (${IO_BUDGET}s)"
-		return
-	fi
-	IO_DROCE_IMPAIR="$3"
-	t0=$(now)
+	run_start "$label" "$3" || return
+	t0=$RUN_T0
 	if [ "$4" = rxe ]; then
 		# shellcheck disable=SC2086
 		io_pair_rxe_server "$MODE" "$dir" "$PERF_PORT" "ib_$t -d rxe0 $pargs" \

@@ -47,6 +47,7 @@
 #include "droce.h"
 #include "droce_test.h"
 #include "roce.h"
+#include "dt_roce_frame.h"
 
 #define RING_SIZE	64		/* device -> test: 63 frames */
 #define PEER_QPN	0x99
@@ -71,12 +72,9 @@ static void inject(uint8_t op, uint32_t qpn, uint32_t psn, uint64_t va,
 		   uint32_t rkey, uint32_t dlen, const uint8_t *pl,
 		   uint32_t pl_len)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 	struct roce_pkt p;
-	uint8_t *buf;
-	uint32_t hlen;
+	struct rte_mbuf *m;
 
-	CHECK_PTR(m);
 	memset(&p, 0, sizeof(p));
 	memcpy(p.src_mac, want_mac, 6);	/* the peer's current MAC */
 	memcpy(p.dst_mac, dev_mac, 6);
@@ -95,17 +93,7 @@ static void inject(uint8_t op, uint32_t qpn, uint32_t psn, uint64_t va,
 	p.reth_rkey = rkey;
 	p.reth_len = dlen;
 	p.payload_len = pl_len;
-	p.pad = (uint8_t)((4 - (pl_len & 3)) & 3);
-	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	hlen = roce_build_hdrs(buf, &p);
-	CHECK(hlen + pl_len + p.pad + ROCE_ICRC_LEN <= rte_pktmbuf_tailroom(m));
-	if (pl_len)
-		memcpy(buf + hlen, pl, pl_len);
-	memset(buf + hlen + pl_len, 0, p.pad);
-	m->data_len = (uint16_t)(hlen + pl_len + p.pad + ROCE_ICRC_LEN);
-	m->pkt_len = m->data_len;
-	p.frame_len = m->data_len;
-	roce_icrc_store(buf + m->data_len - ROCE_ICRC_LEN, roce_icrc_frame(buf, &p));
+	m = dt_roce_frame(pool, &p, pl_len ? pl : NULL, 0);
 	CHECK_EQ(rte_ring_enqueue(to_dev, m), 0);
 }
 

@@ -21,6 +21,7 @@
 #include "droce.h"
 #include "droce_test.h"
 #include "roce.h"
+#include "dt_roce_frame.h"
 
 static struct rte_mempool *pool;
 
@@ -29,13 +30,10 @@ static void inject(struct dt_env *env, uint8_t op, uint32_t qpn, uint32_t psn,
 		   uint32_t payload_len)
 {
 	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
-	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 	struct roce_pkt p;
-	uint8_t *buf;
-	uint32_t hlen;
+	struct rte_mbuf *m;
 
 	CHECK_PTR(ba);
-	CHECK_PTR(m);
 	memset(&p, 0, sizeof(p));
 	memcpy(p.src_mac, "\x02\x00\xc6\x12\x00\x02", 6);
 	memcpy(p.dst_mac, "\x02\x00\xc6\x12\x00\x01", 6);
@@ -52,14 +50,7 @@ static void inject(struct dt_env *env, uint8_t op, uint32_t qpn, uint32_t psn,
 	p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 	p.aeth_msn = 1;
 	p.payload_len = payload_len;
-	p.pad = (uint8_t)((4 - (payload_len & 3)) & 3);
-	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	hlen = roce_build_hdrs(buf, &p);
-	memset(buf + hlen, 0xee, payload_len + p.pad);
-	m->data_len = (uint16_t)(hlen + payload_len + p.pad + ROCE_ICRC_LEN);
-	m->pkt_len = m->data_len;
-	p.frame_len = m->data_len;
-	roce_icrc_store(buf + m->data_len - ROCE_ICRC_LEN, roce_icrc_frame(buf, &p));
+	m = dt_roce_frame(pool, &p, NULL, 0xee);
 	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
 }
 

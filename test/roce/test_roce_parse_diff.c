@@ -27,21 +27,11 @@
 #include <time.h>
 
 #include "roce.h"
+#include "roce_test_rng.h"
 #include "pcap_file.h"
 
 static int failures;
 static uint64_t compared, accepted, pcap_records;
-
-static uint64_t rng_state;
-
-static uint64_t
-rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
 
 #define F(x) if (a->x != b->x) return #x
 static const char *

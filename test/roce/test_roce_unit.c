@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "roce.h"
+#include "roce_test_rng.h"
 
 static int failures;
 
@@ -35,31 +36,6 @@ static int failures;
 		} \
 	} \
 } while (0)
-
-/* ---- PRNG (xorshift64*) ---- */
-static uint64_t rng_state;
-
-static uint64_t
-rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static uint32_t
-rnd_below(uint32_t n)
-{
-	return (uint32_t)(rnd() % n);
-}
-
-static void
-rnd_fill(uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)rnd();
-}
 
 /* ---- reference CRC32, one bit at a time, zlib conventions ---- */
 static uint32_t
@@ -349,7 +325,7 @@ test_icrc_clmul(void)
 	int n = 0;
 
 	if (!roce_icrc_clmul_usable()) {
-		printf("icrc clmul: not usable on this CPU, not tested\n");
+		printf("icrc clmul: off (CPU, or DROCE_NO_CLMUL=1), not tested\n");
 		return;
 	}
 	for (int v6 = 0; v6 < 2; v6++) {

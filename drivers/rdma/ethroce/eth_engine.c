@@ -35,31 +35,68 @@ static inline bool resp_owed(const struct droce_qp *qp)
  * an ACK or READ/atomic responses goes on the responder list, served
  * first each iteration: what the responder sends frees the peer's send
  * queue and stops its ACK timer, while requests can wait. A QP can be on
- * both lists; a visit from either serves both sides.
+ * both lists; a visit from either serves both sides. `resp` picks the
+ * list: its head, tail, the flag that says a QP is on it, the link.
  */
+static inline struct droce_qp **list_head(struct droce_engine *eng, bool resp)
+{
+	return resp ? &eng->resp_head : &eng->active_head;
+}
+
+static inline struct droce_qp **list_tail(struct droce_engine *eng, bool resp)
+{
+	return resp ? &eng->resp_tail : &eng->active_tail;
+}
+
+static inline uint32_t list_flag(bool resp)
+{
+	return resp ? DROCE_QPF_ON_RESP : DROCE_QPF_ON_ACTIVE;
+}
+
+static inline struct droce_qp **qp_next(struct droce_qp *qp, bool resp)
+{
+	return resp ? &qp->resp_next : &qp->active_next;
+}
+
+static void list_append(struct droce_engine *eng, struct droce_qp *qp,
+			bool resp)
+{
+	struct droce_qp **tailp = list_tail(eng, resp);
+
+	if (qp->flags & list_flag(resp))
+		return;
+	qp->flags |= list_flag(resp);
+	*qp_next(qp, resp) = NULL;
+	if (*tailp)
+		*qp_next(*tailp, resp) = qp;
+	else
+		*list_head(eng, resp) = qp;
+	*tailp = qp;
+}
+
+/* Off the list (a linear walk: QP teardown only). */
+static void list_remove(struct droce_engine *eng, struct droce_qp *qp,
+			bool resp)
+{
+	struct droce_qp **pp, *prev = NULL;
+
+	if (!(qp->flags & list_flag(resp)))
+		return;
+	for (pp = list_head(eng, resp); *pp;
+	     prev = *pp, pp = qp_next(*pp, resp)) {
+		if (*pp == qp) {
+			*pp = *qp_next(qp, resp);
+			if (*list_tail(eng, resp) == qp)
+				*list_tail(eng, resp) = prev;
+			break;
+		}
+	}
+	qp->flags &= ~list_flag(resp);
+}
+
 void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp)
 {
-	if (resp_owed(qp)) {
-		if (qp->flags & DROCE_QPF_ON_RESP)
-			return;
-		qp->flags |= DROCE_QPF_ON_RESP;
-		qp->resp_next = NULL;
-		if (eng->resp_tail)
-			eng->resp_tail->resp_next = qp;
-		else
-			eng->resp_head = qp;
-		eng->resp_tail = qp;
-		return;
-	}
-	if (qp->flags & DROCE_QPF_ON_ACTIVE)
-		return;
-	qp->flags |= DROCE_QPF_ON_ACTIVE;
-	qp->active_next = NULL;
-	if (eng->active_tail)
-		eng->active_tail->active_next = qp;
-	else
-		eng->active_head = qp;
-	eng->active_tail = qp;
+	list_append(eng, qp, resp_owed(qp));
 }
 
 /* The earliest thing a QP's timer must wake it for, or 0. */
@@ -130,34 +167,11 @@ void eth_qp_arp_done(struct droce_engine *eng, struct droce_qp *qp)
 
 static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
 {
-	struct droce_qp **pp, *prev = NULL;
-
-	if (qp->flags & DROCE_QPF_ON_ACTIVE) {
-		for (pp = &eng->active_head; *pp; prev = *pp, pp = &(*pp)->active_next) {
-			if (*pp == qp) {
-				*pp = qp->active_next;
-				if (eng->active_tail == qp)
-					eng->active_tail = prev;
-				break;
-			}
-		}
-	}
-	if (qp->flags & DROCE_QPF_ON_RESP) {
-		prev = NULL;
-		for (pp = &eng->resp_head; *pp; prev = *pp, pp = &(*pp)->resp_next) {
-			if (*pp == qp) {
-				*pp = qp->resp_next;
-				if (eng->resp_tail == qp)
-					eng->resp_tail = prev;
-				break;
-			}
-		}
-	}
+	list_remove(eng, qp, false);
+	list_remove(eng, qp, true);
 	if (qp->flags & DROCE_QPF_ON_TIMER)
 		wheel_unlink(qp);
 	eth_qp_arp_done(eng, qp);
-	qp->flags &= ~(DROCE_QPF_ON_ACTIVE | DROCE_QPF_ON_RESP |
-		       DROCE_QPF_ON_TIMER);
 }
 
 /* ---------------------------------------------------------- doorbells */
@@ -203,12 +217,6 @@ static int drain_doorbells(struct droce_engine *eng)
 
 /* ------------------------------------------------------------ loop */
 
-/* The next-pointer a list links through. */
-static inline struct droce_qp **qp_next(struct droce_qp *qp, bool resp)
-{
-	return resp ? &qp->resp_next : &qp->active_next;
-}
-
 /*
  * Give the QPs of one list their turn, FIFO. Bounded per iteration, so
  * receive (and with it ACKs, which free the transmit queue and stop
@@ -223,9 +231,9 @@ static inline struct droce_qp **qp_next(struct droce_qp *qp, bool resp)
  */
 static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 {
-	struct droce_qp **head = resp ? &eng->resp_head : &eng->active_head;
-	struct droce_qp **tailp = resp ? &eng->resp_tail : &eng->active_tail;
-	uint32_t flag = resp ? DROCE_QPF_ON_RESP : DROCE_QPF_ON_ACTIVE;
+	struct droce_qp **head = list_head(eng, resp);
+	struct droce_qp **tailp = list_tail(eng, resp);
+	uint32_t flag = list_flag(resp);
 	struct droce_qp *qp, *tail = *tailp;
 	uint32_t skips = 0;
 	int n = 0;

@@ -448,13 +448,44 @@ static void complete_sent(struct droce_qp *qp, uint32_t idx, uint8_t status)
 }
 
 /* One UD datagram: SEND ONLY (with immediate) and a DETH. */
+/*
+ * The payload [off, off + len) of WQE v into the eth_build() frame m (pl),
+ * its ICRC, and send; the gather's error (m freed, nothing sent) or 0.
+ */
+static inline __attribute__((always_inline)) int
+send_wqe_payload(struct droce_qp *qp, const struct wqe_view *v,
+		 struct rte_mbuf *m, const struct roce_pkt *p, uint8_t *pl,
+		 uint32_t off, uint32_t len)
+{
+	bool fused = len >= ETH_CRC_COPY_MIN;
+	uint32_t crc;
+	int rc;
+
+	if (v->inl) {
+		eth_send_payload(qp->dev, m, p, pl, v->inl_data + off, len);
+		return 0;
+	}
+	crc = fused ? eth_hdrs_crc(m, p) : 0;
+	rc = eth_sge_gather(qp, v->sge, v->nsge, off, pl, len,
+			    fused ? &crc : NULL);
+	if (unlikely(rc != 0)) {
+		rte_pktmbuf_free(m);
+		return rc;
+	}
+	if (fused)
+		eth_finish_crc(qp->dev, m, p, crc);
+	else
+		eth_finish(qp->dev, m, p);
+	return 0;
+}
+
 static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 {
 	struct roce_pkt p = qp->tmpl;
 	struct rte_ether_addr mac;
 	struct rte_mbuf *m;
-	uint32_t idx = qp->req_cur, crc;
-	bool failed, fused;
+	uint32_t idx = qp->req_cur;
+	bool failed;
 	uint8_t *pl;
 
 	if (!eth_neigh_resolve(qp->dev, v->dst_gid, &mac, &failed)) {
@@ -488,21 +519,11 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	m = eth_build(qp, &p, v->length, &pl);
 	if (unlikely(m == NULL))
 		return false;
-	fused = v->length >= ETH_CRC_COPY_MIN && !v->inl;
-	crc = fused ? eth_hdrs_crc(m, &p) : 0;
-	if (v->inl) {
-		memcpy(pl, v->inl_data, v->length);
-	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0, pl,
-					   v->length, fused ? &crc : NULL))) {
-		rte_pktmbuf_free(m);
+	if (unlikely(send_wqe_payload(qp, v, m, &p, pl, 0, v->length))) {
 		qp->req_cur++;
 		complete_sent(qp, idx, IBV_WC_LOC_PROT_ERR);
 		return true;
 	}
-	if (fused)
-		eth_finish_crc(qp->dev, m, &p, crc);
-	else
-		eth_finish(qp->dev, m, &p);
 	qp->req_psn = roce_psn_add(qp->req_psn, 1);
 	qp->req_cur++;
 	complete_sent(qp, idx, IBV_WC_SUCCESS);
@@ -515,9 +536,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 {
 	struct roce_pkt p = qp->tmpl;
 	struct rte_mbuf *m;
-	uint32_t crc;
 	uint8_t *pl;
-	bool fused;
 
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
@@ -603,21 +622,11 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return false;
-		fused = seg >= ETH_CRC_COPY_MIN && !v->inl;
-		crc = fused ? eth_hdrs_crc(m, &p) : 0;
-		if (v->inl) {
-			memcpy(pl, v->inl_data + qp->req_off, seg);
-		} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge,
-						   qp->req_off, pl, seg,
-						   fused ? &crc : NULL))) {
-			rte_pktmbuf_free(m);
+		if (unlikely(send_wqe_payload(qp, v, m, &p, pl, qp->req_off,
+					      seg))) {
 			fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
 			return false;
 		}
-		if (fused)
-			eth_finish_crc(qp->dev, m, &p, crc);
-		else
-			eth_finish(qp->dev, m, &p);
 sent:
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
 		qp->req_off += seg;

@@ -335,9 +335,31 @@ static bool rd_slot_for_new(struct droce_qp *qp, uint32_t limit)
 	return true;
 }
 
+/* Owe the responses of READ request p (src validated through its rkey at
+ * epoch), as of the current MSN; replay: it repeats an executed one. */
+static void queue_read(struct droce_qp *qp, const struct roce_pkt *p,
+		       uint8_t *src, uint64_t epoch, bool replay)
+{
+	struct droce_read_job *j =
+		&qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+
+	j->atomic = false;
+	j->replay = replay;
+	j->host = src;
+	j->key = p->reth_rkey;
+	j->epoch = epoch;
+	j->len = p->reth_len;
+	j->sent = 0;
+	j->psn = p->psn;
+	j->psn_first = p->psn;
+	j->npkts = read_npkts(qp, p->reth_len);
+	j->msn = qp->resp_msn;
+	qp->rd_tail++;
+	eth_qp_activate(qp->eng, qp);
+}
+
 static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 {
-	struct droce_read_job *j;
 	uint8_t *src = NULL;
 	uint64_t epoch = 0;
 	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
@@ -358,21 +380,8 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return false;
 	}
-	j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
-	j->atomic = false;
-	j->replay = false;
-	j->host = src;
-	j->key = p->reth_rkey;
-	j->epoch = epoch;
-	j->len = p->reth_len;
-	j->sent = 0;
-	j->psn = p->psn;
-	j->psn_first = p->psn;
-	j->npkts = read_npkts(qp, p->reth_len);
 	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
-	j->msn = qp->resp_msn;
-	qp->rd_tail++;
-	eth_qp_activate(qp->eng, qp);
+	queue_read(qp, p, src, epoch, false);
 	return true;
 }
 
@@ -502,16 +511,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return;
-		if (seg >= ETH_CRC_COPY_MIN) {
-			uint32_t crc = eth_hdrs_crc(m, &p);
-
-			crc = roce_crc32_copy(crc, pl, j->host + j->sent, seg);
-			eth_finish_crc(qp->dev, m, &p, crc);
-		} else {
-			if (seg)
-				memcpy(pl, j->host + j->sent, seg);
-			eth_finish(qp->dev, m, &p);
-		}
+		eth_send_payload(qp->dev, m, &p, pl, j->host + j->sent, seg);
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;
@@ -683,7 +683,6 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			return;
 		}
 		if (op == ROCE_OP_READ_REQ) {
-			struct droce_read_job *j;
 			uint8_t *src = NULL;
 			uint64_t epoch = 0;
 
@@ -697,21 +696,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 					return;
 			}
 			qp->dev->st.read_replays++;
-			j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
-			j->atomic = false;
-			j->replay = true;
 			qp->rd_replays++;
-			j->host = src;
-			j->key = p->reth_rkey;
-			j->epoch = epoch;
-			j->len = p->reth_len;
-			j->sent = 0;
-			j->psn = p->psn;
-			j->psn_first = p->psn;
-			j->npkts = read_npkts(qp, p->reth_len);
-			j->msn = qp->resp_msn;
-			qp->rd_tail++;
-			eth_qp_activate(qp->eng, qp);
+			queue_read(qp, p, src, epoch, true);
 			return;
 		}
 		owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,

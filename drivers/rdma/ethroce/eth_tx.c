@@ -103,9 +103,7 @@ struct rte_mbuf *eth_build_zc(struct droce_qp *qp, struct roce_pkt *p,
 	buf = rte_pktmbuf_mtod(h, uint8_t *);
 	hlen = roce_build_hdrs_cached(buf, p, &qp->hdr_cache);
 	h->data_len = (uint16_t)hlen;
-	crc = roce_icrc_hdrs(buf + p->l3_off, p->payload_off - p->l3_off,
-			     p->ipv6);
-	crc = roce_crc32(crc, src, len);
+	crc = roce_crc32(eth_hdrs_crc(h, p), src, len);
 	crc = roce_icrc_final(roce_crc32(crc, zero, pad));
 	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
 	tail = rte_pktmbuf_mtod(t, uint8_t *);
@@ -165,6 +163,19 @@ void eth_finish_crc(struct droce_dev *dev, struct rte_mbuf *m,
 	}
 	roce_icrc_store(end, roce_icrc_final(crc));
 	eth_xmit(dev, m, p);
+}
+
+void eth_send_payload(struct droce_dev *dev, struct rte_mbuf *m,
+		      const struct roce_pkt *p, uint8_t *pl, const void *src,
+		      uint32_t len)
+{
+	if (len >= ETH_CRC_COPY_MIN) {
+		eth_finish_crc(dev, m, p,
+			       roce_crc32_copy(eth_hdrs_crc(m, p), pl, src, len));
+		return;
+	}
+	memcpy(pl, src, len);
+	eth_finish(dev, m, p);
 }
 
 /* A finished frame (ICRC in place) to the port, or to ourselves. */
