@@ -117,7 +117,8 @@ uint32_t eth_hdrs_crc(const struct rte_mbuf *m, const struct roce_pkt *p);
 void eth_finish_crc(struct droce_dev *dev, struct rte_mbuf *m,
 		    const struct roce_pkt *p, uint32_t crc);
 /* The payload of an eth_build() frame from len contiguous bytes at src
- * (into pl), the ICRC (with the copy from ETH_CRC_COPY_MIN), and send. */
+ * (into pl; src may be NULL when len is 0), the ICRC (with the copy from
+ * ETH_CRC_COPY_MIN), and send. */
 void eth_send_payload(struct droce_dev *dev, struct rte_mbuf *m,
 		      const struct roce_pkt *p, uint8_t *pl, const void *src,
 		      uint32_t len);

@@ -511,7 +511,9 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 		m = eth_build(qp, &p, seg, &pl);
 		if (unlikely(m == NULL))
 			return;
-		eth_send_payload(qp->dev, m, &p, pl, j->host + j->sent, seg);
+		/* A zero-length READ has no source (host NULL). */
+		eth_send_payload(qp->dev, m, &p, pl,
+				 seg ? j->host + j->sent : NULL, seg);
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;

@@ -174,7 +174,8 @@ void eth_send_payload(struct droce_dev *dev, struct rte_mbuf *m,
 			       roce_crc32_copy(eth_hdrs_crc(m, p), pl, src, len));
 		return;
 	}
-	memcpy(pl, src, len);
+	if (len)	/* src may be NULL then */
+		memcpy(pl, src, len);
 	eth_finish(dev, m, p);
 }
 
