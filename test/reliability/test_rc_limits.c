@@ -157,9 +157,26 @@ static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 	int n, bad = 0, flushed = 0, ok = 0;
 
 	conn_open(&c, 8, 1);
-	for (int i = 0; i < 16; i++)
-		post(c.qa, IBV_WR_RDMA_READ, (uint64_t)i, abuf + 4096 * (i % 4),
-		     4096, amr->lkey, bbuf, bmr->rkey, IBV_SEND_SIGNALED);
+	/* One list, one doorbell: posted one at a time, a slow engine (the
+	 * sanitizer build) could send READ 1 alone and finish answering it
+	 * before READ 2 arrived, which is then within the limit. */
+	{
+		struct ibv_sge sge[16];
+		struct ibv_send_wr wr[16], *bad;
+
+		for (int i = 0; i < 16; i++) {
+			sge[i] = (struct ibv_sge){ (uintptr_t)(abuf + 4096 * (i % 4)),
+						   4096, amr->lkey };
+			wr[i] = (struct ibv_send_wr){
+				.wr_id = (uint64_t)i, .sg_list = &sge[i],
+				.num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED,
+				.next = i + 1 < 16 ? &wr[i + 1] : NULL };
+			wr[i].wr.rdma.remote_addr = (uintptr_t)bbuf;
+			wr[i].wr.rdma.rkey = bmr->rkey;
+		}
+		CHECK_OK(ibv_post_send(c.qa, wr, &bad));
+	}
 	n = dt_wait_wc(&c.sa, wc, 16, DT_WAIT_S, "16 READs vs max_dest 1");
 	CHECK_EQ(n, 16);
 	for (int i = 0; i < n; i++) {
