@@ -116,6 +116,8 @@ else
 	fi
 fi
 LOG="--log-level=*:warning"
+# ARP may take a starved peer seconds to answer (default give-up: 1 s)
+ARP_MS=5000
 
 # server on core 0, client on core 1 (each busy-polls its own core)
 if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then
@@ -207,7 +209,29 @@ exit_note() {
 RUN_DIR=
 SRC=0
 CRC=0
+RETRIED=0
+# A run that failed because one side heard nothing from its peer for
+# seconds (RC: the retry counter ran out, ~1.8 s of silence at timeout 14,
+# retry 7; UD: ARP given up) is run once more. This machine's vCPUs are
+# sometimes starved by the host for that long (round trips of 2 ms instead
+# of 20 us seen in such windows); a second failure counts, and anything
+# else (bad data, wrong counts, a crash) fails at once.
+STALL_RE='retry counter exceeded|no answer from'
 run_pair() {
+	local label=$1 why
+	run_pair_once "$@" && return 0
+	[ "$RETRIED" -eq 0 ] || return 1
+	why=$(cat "$RUN_DIR"/server.err "$RUN_DIR"/client.err \
+		   "$RUN_DIR"/server.out "$RUN_DIR"/client.out 2>/dev/null |
+	      grep -E -m 1 "$STALL_RE") || return 1
+	RETRIED=1
+	echo "note: $label: peer silent (\"$why\"), run once more:" \
+	     "server exit $SRC, client exit $CRC"
+	show_logs "$RUN_DIR"
+	run_pair_once "$@"
+}
+
+run_pair_once() {
 	local label=$1 mtu=$2 sargs=$3 cargs=$4
 	local port spid cpid t0
 	RUN=$((RUN + 1))
@@ -224,7 +248,7 @@ run_pair() {
 
 	# shellcheck disable=SC2086
 	DROCE_EAL_ARGS="$(eal_args 0 "$PREFIX_A" "net_memif0,role=server,socket=$SOCK")" \
-	DROCE_DEVICES="port=net_memif0,ip=$IP_SERVER,mtu=$mtu,lcore=app" \
+	DROCE_DEVICES="port=net_memif0,ip=$IP_SERVER,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS" \
 	timeout -k 3 "$(limit 20)" "${STDBUF[@]}" "$SERVER_BIN" -p "$port" \
 		-g "$GIDX" $sargs >"$RUN_DIR/server.out" 2>"$RUN_DIR/server.err" &
 	spid=$!
@@ -251,7 +275,7 @@ run_pair() {
 
 	# shellcheck disable=SC2086
 	DROCE_EAL_ARGS="$(eal_args "$CORE_B" "$PREFIX_B" "net_memif0,role=client,socket=$SOCK")" \
-	DROCE_DEVICES="port=net_memif0,ip=$IP_CLIENT,mtu=$mtu,lcore=app" \
+	DROCE_DEVICES="port=net_memif0,ip=$IP_CLIENT,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS" \
 	timeout -k 3 "$(limit 20)" "${STDBUF[@]}" "$CLIENT_BIN" -p "$port" \
 		-g "$GIDX" $cargs 127.0.0.1 \
 		>"$RUN_DIR/client.out" 2>"$RUN_DIR/client.err" &

@@ -18,11 +18,11 @@ NAME=srqpp
 ITERS=${DROCE_TEST_ITERS:-200}
 
 case $MODE in
-mtu1024|mtu256) BUDGET=30 ;;
-qps)     BUDGET=25 ;;
-iters)   BUDGET=25 ;;
-events)  BUDGET=15 ;;
-errors)  BUDGET=15 ;;
+mtu1024|mtu256) BUDGET=55 ;;
+qps)     BUDGET=50 ;;
+iters)   BUDGET=50 ;;
+events)  BUDGET=40 ;;
+errors)  BUDGET=40 ;;
 *) echo "unknown mode $MODE" >&2; exit 1 ;;
 esac
 

@@ -19,11 +19,11 @@ NAME=udpp
 ITERS=${DROCE_TEST_ITERS:-200}
 
 case $MODE in
-mtu1024|mtu256|mtu2048) BUDGET=30 ;;
-iters)   BUDGET=25 ;;
-events)  BUDGET=15 ;;
-no-gid)  BUDGET=12 ;;
-errors)  BUDGET=15 ;;
+mtu1024|mtu256|mtu2048) BUDGET=55 ;;
+iters)   BUDGET=50 ;;
+events)  BUDGET=40 ;;
+no-gid)  BUDGET=37 ;;
+errors)  BUDGET=40 ;;
 *) echo "unknown mode $MODE" >&2; exit 1 ;;
 esac
 
