@@ -74,21 +74,21 @@ static const uint8_t mask_v6[64] __attribute__((aligned(16))) = {
 	[8 + 48 + 4] = 0xff,			/* BTH FECN, BECN, resv6 */
 };
 
+int8_t roce_clmul_state = -1;
+
 bool
-roce_icrc_clmul_usable(void)
+roce_icrc_clmul_probe(void)
 {
-	static int usable = -1;
-
 	/* DROCE_NO_CLMUL=1: the portable paths, as on a CPU without these
-	 * instructions (the roce_unit-no-clmul test runs them here). */
-	if (usable < 0) {
-		const char *off = getenv("DROCE_NO_CLMUL");
+	 * instructions (the roce_unit-no-clmul test runs them here). Threads
+	 * racing here all store the same answer. */
+	const char *off = getenv("DROCE_NO_CLMUL");
+	bool usable = __builtin_cpu_supports("pclmul") &&
+		      __builtin_cpu_supports("sse4.1") &&
+		      __builtin_cpu_supports("avx") &&
+		      !(off != NULL && off[0] == '1');
 
-		usable = __builtin_cpu_supports("pclmul") &&
-			 __builtin_cpu_supports("sse4.1") &&
-			 __builtin_cpu_supports("avx") &&
-			 !(off != NULL && off[0] == '1');
-	}
+	__atomic_store_n(&roce_clmul_state, (int8_t)usable, __ATOMIC_RELAXED);
 	return usable;
 }
 
@@ -289,8 +289,10 @@ roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 
 #else /* not x86-64 */
 
+int8_t roce_clmul_state = 0;
+
 bool
-roce_icrc_clmul_usable(void)
+roce_icrc_clmul_probe(void)
 {
 	return false;
 }

@@ -812,7 +812,13 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->psn_last = roce_psn_add(st->psn_first, st->npkts - 1);
 			if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
 				qp->req_hwm = idx + 1;
-			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
+			/* A one-packet RC/UC SEND or WRITE from one SGE is
+			 * checked by its gather (key, PD, bounds: the same
+			 * status), so it is translated once, not twice. */
+			if (unlikely(!v.inl && !(v.nsge == 1 && !rd &&
+					v.length != 0 && v.length <= qp->mtu &&
+					qp->transport != ROCE_TRANSPORT_UD) &&
+				     !sges_ok(qp, &v, rd ?
 					IBV_ACCESS_LOCAL_WRITE : 0))) {
 				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
 				return;
