@@ -338,7 +338,7 @@ bool roce_icrc_clmul_probe(void);
 extern int8_t roce_clmul_state;
 static inline bool roce_icrc_clmul_usable(void)
 {
-	int8_t s = roce_clmul_state;
+	int8_t s = __atomic_load_n(&roce_clmul_state, __ATOMIC_RELAXED);
 
 	return __builtin_expect(s >= 0, 1) ? s != 0 : roce_icrc_clmul_probe();
 }
