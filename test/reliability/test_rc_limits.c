@@ -162,7 +162,7 @@ static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 	 * before READ 2 arrived, which is then within the limit. */
 	{
 		struct ibv_sge sge[16];
-		struct ibv_send_wr wr[16], *bad;
+		struct ibv_send_wr wr[16], *bad_wr;
 
 		for (int i = 0; i < 16; i++) {
 			sge[i] = (struct ibv_sge){ (uintptr_t)(abuf + 4096 * (i % 4)),
@@ -175,7 +175,7 @@ static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 			wr[i].wr.rdma.remote_addr = (uintptr_t)bbuf;
 			wr[i].wr.rdma.rkey = bmr->rkey;
 		}
-		CHECK_OK(ibv_post_send(c.qa, wr, &bad));
+		CHECK_OK(ibv_post_send(c.qa, wr, &bad_wr));
 	}
 	n = dt_wait_wc(&c.sa, wc, 16, DT_WAIT_S, "16 READs vs max_dest 1");
 	CHECK_EQ(n, 16);

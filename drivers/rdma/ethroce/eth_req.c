@@ -244,10 +244,18 @@ int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 	return len ? ETH_SGE_LEN : 0;
 }
 
-/* Validate every SGE of a WQE before its first packet. */
+/*
+ * Validate every SGE of a WQE before its first packet. A one-packet RC/UC
+ * SEND or WRITE from one SGE is left to its gather, which checks the same
+ * key, PD and bounds and fails the WQE with the same status: translated
+ * once, not twice.
+ */
 static bool sges_ok(struct droce_qp *qp, const struct wqe_view *v,
 		    uint32_t need)
 {
+	if (v->nsge == 1 && need == 0 && v->length != 0 &&
+	    v->length <= qp->mtu && qp->transport != ROCE_TRANSPORT_UD)
+		return true;
 	for (uint32_t i = 0; i < v->nsge; i++) {
 		uint32_t n = be32toh(v->sge[i].byte_count);
 
@@ -447,7 +455,6 @@ static void complete_sent(struct droce_qp *qp, uint32_t idx, uint8_t status)
 	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
 }
 
-/* One UD datagram: SEND ONLY (with immediate) and a DETH. */
 /*
  * The payload [off, off + len) of WQE v into the eth_build() frame m (pl),
  * its ICRC, and send; the gather's error (m freed, nothing sent) or 0.
@@ -479,6 +486,7 @@ send_wqe_payload(struct droce_qp *qp, const struct wqe_view *v,
 	return 0;
 }
 
+/* One UD datagram: SEND ONLY (with immediate) and a DETH. */
 static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 {
 	struct roce_pkt p = qp->tmpl;
@@ -812,13 +820,7 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->psn_last = roce_psn_add(st->psn_first, st->npkts - 1);
 			if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
 				qp->req_hwm = idx + 1;
-			/* A one-packet RC/UC SEND or WRITE from one SGE is
-			 * checked by its gather (key, PD, bounds: the same
-			 * status), so it is translated once, not twice. */
-			if (unlikely(!v.inl && !(v.nsge == 1 && !rd &&
-					v.length != 0 && v.length <= qp->mtu &&
-					qp->transport != ROCE_TRANSPORT_UD) &&
-				     !sges_ok(qp, &v, rd ?
+			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
 					IBV_ACCESS_LOCAL_WRITE : 0))) {
 				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
 				return;
