@@ -336,6 +336,11 @@ struct droce_qp {
 	uint16_t udp_sport;		/* flow entropy, host order */
 	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
 	struct roce_hdr_cache hdr_cache;	/* L2..UDP bytes as last built (engine) */
+	/* The QP's own requests and ACKs from a byte image (eth_img_build):
+	 * made from tmpl when first needed, void when tmpl changes. */
+	struct roce_hdr_image img;
+	bool img_valid;
+	bool img_loop;			/* the peer is this device (loop queue) */
 	bool tmpl_ready;		/* destination MAC resolved ... */
 	uint32_t neigh_gen;		/* ... and still current while
 					 * *neigh_genp == neigh_gen (the

@@ -425,6 +425,7 @@ static void build_template(struct droce_qp *qp)
 	t->pkey = ROCE_DEFAULT_PKEY;
 	t->dest_qp = qp->dest_qpn;
 	qp->tmpl_ready = false;	/* until the engine resolves the MAC */
+	qp->img_valid = false;
 	qp->neigh_genp = &qp->neigh_gen;
 }
 

@@ -297,6 +297,35 @@ uint32_t roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
 				struct roce_hdr_cache *c);
 
 /*
+ * A connection's frames from a byte image of their headers, Ethernet
+ * through BTH, for frames whose fields past the BTH are few and written by
+ * the caller (a requester's one-packet SEND or WRITE, an ACK): no packet
+ * struct per frame, no key compare. roce_image_init() once from a packet
+ * holding the connection's L2..BTH fields (the BTH's opcode, flags and PSN
+ * aside); roce_image_build() per frame writes Ethernet .. BTH into buf
+ * (which must have sizeof(img->bytes) bytes of room), with the lengths,
+ * the IPv4 ID and checksum, the BTH's opcode, byte 1 (SE, MigReq, pad,
+ * TVer) and its last word (AckReq, PSN), and returns the frame length
+ * including the ICRC. The ext_len bytes of extended headers after the BTH,
+ * the payload and its pad bytes are the caller's. The bytes equal
+ * roce_build_hdrs()'s for the same fields (test_roce_unit).
+ */
+struct roce_hdr_image {
+	uint8_t bytes[ROCE_ETH_HLEN + ROCE_VLAN_HLEN + ROCE_IPV6_HLEN +
+		      ROCE_UDP_HLEN + ROCE_BTH_LEN + 2];	/* 80: whole stores */
+	uint8_t l3_off;
+	uint8_t bth_off;
+	bool ipv6;
+	uint32_t ip_sum;	/* IPv4: sum of the header's 16-bit words but
+				 * total length, ID and checksum */
+};
+void roce_image_init(struct roce_hdr_image *img, const struct roce_pkt *t);
+uint32_t roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,
+			  uint8_t opcode, uint8_t bth1, uint32_t bth_psn,
+			  uint32_t ext_len, uint32_t payload_pad_len,
+			  uint16_t ip_id);
+
+/*
  * CRC32 (IEEE 802.3, reflected, poly 0xEDB88320) with zlib's conventions:
  * start from 0, chain as roce_crc32(roce_crc32(0, a, la), b, lb) ==
  * roce_crc32(0, ab, la + lb). Runs at memory speed (ISA-L when available).
@@ -325,6 +354,10 @@ static inline uint32_t roce_icrc_final(uint32_t crc) { return crc; }
 
 /* ICRC of a whole contiguous frame (`frame_len` includes the ICRC slot). */
 uint32_t roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p);
+/* The same from the IP header at l3: hdr_len bytes of IP .. extended
+ * headers, cover bytes of IP header through pad (no struct needed). */
+uint32_t roce_icrc_l3(const uint8_t *l3, uint32_t hdr_len, uint32_t cover,
+		      bool ipv6);
 /*
  * The ICRC over cover bytes at l3 (IP header through pad, contiguous) by
  * carry-less multiplication, reading the frame in place (roce_crc_clmul.c).

@@ -245,3 +245,54 @@ roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
 	p->payload_off = (uint16_t)off;
 	return off;
 }
+
+void
+roce_image_init(struct roce_hdr_image *img, const struct roce_pkt *t)
+{
+	uint8_t buf[ROCE_MAX_HDR_LEN];
+	struct roce_pkt p = *t;
+
+	/* An opcode with no extended header: the image ends with the BTH. */
+	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY);
+	p.payload_len = 0;
+	p.pad = 0;
+	p.ip_id = 0;
+	roce_build_hdrs(buf, &p);
+	memset(img, 0, sizeof(*img));
+	memcpy(img->bytes, buf, (size_t)p.bth_off + ROCE_BTH_LEN);
+	img->l3_off = (uint8_t)p.l3_off;
+	img->bth_off = (uint8_t)p.bth_off;
+	img->ipv6 = p.ipv6;
+	if (!p.ipv6) {
+		const uint8_t *ip = buf + p.l3_off;
+
+		for (uint32_t i = 0; i < ROCE_IPV4_HLEN; i += 2)
+			if (i != 2 && i != 4 && i != 10)
+				img->ip_sum += rd16(ip + i);
+	}
+}
+
+uint32_t
+roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,
+		 uint8_t opcode, uint8_t bth1, uint32_t bth_psn,
+		 uint32_t ext_len, uint32_t payload_pad_len, uint16_t ip_id)
+{
+	uint32_t l4_len = ROCE_UDP_HLEN + ROCE_BTH_LEN + ext_len +
+			  payload_pad_len + ROCE_ICRC_LEN;
+	uint8_t *ip = buf + img->l3_off, *bth = buf + img->bth_off;
+
+	memcpy(buf, img->bytes, sizeof(img->bytes));	/* fixed size: no call */
+	wr16(bth - ROCE_UDP_HLEN + 4, (uint16_t)l4_len);
+	bth[0] = opcode;
+	bth[1] = bth1;
+	wr32(bth + 8, bth_psn);
+	if (img->ipv6) {
+		wr16(ip + 4, (uint16_t)l4_len);
+		return img->l3_off + ROCE_IPV6_HLEN + l4_len;
+	}
+	l4_len += ROCE_IPV4_HLEN;	/* the IP total length from here */
+	wr16(ip + 2, (uint16_t)l4_len);
+	wr16(ip + 4, ip_id);
+	wr16(ip + 10, (uint16_t)~fold16((uint64_t)img->ip_sum + l4_len + ip_id));
+	return img->l3_off + l4_len;
+}

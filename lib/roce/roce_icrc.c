@@ -124,16 +124,14 @@ roce_icrc_hdrs(const uint8_t *l3, uint32_t hdr_len, bool ipv6)
  * over a masked copy (ISA-L's cost per call dominates small frames). */
 #define ICRC_SMALL	256
 
-uint32_t
-roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
+/* Without the instructions (or for an IPv4 header with options): out of
+ * line, so that the usual path sets up no stack frame for its buffer. */
+static __attribute__((noinline)) uint32_t
+icrc_l3_sw(const uint8_t *l3, uint32_t hdr_len, uint32_t cover, bool ipv6)
 {
-	uint32_t n, crc, hdr_len = (uint32_t)p->payload_off - p->l3_off;
-	uint32_t cover = p->frame_len - ROCE_ICRC_LEN - p->l3_off;
-	const uint8_t *l3 = frame + p->l3_off;
+	uint32_t n, crc;
 
-	if (clmul_fits(l3, hdr_len, p->ipv6))
-		return roce_icrc_clmul(l3, cover, p->ipv6);
-	if (!p->ipv6 && cover <= ICRC_SMALL &&
+	if (!ipv6 && cover <= ICRC_SMALL &&
 	    hdr_len >= ROCE_IPV4_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN &&
 	    (l3[0] & 0x0f) == 5) {
 		uint8_t m[8 + ICRC_SMALL];
@@ -144,7 +142,27 @@ roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
 		return roce_icrc_final(roce_crc32(0, m, 8 + cover));
 	}
 	/* The extended headers, payload and pad are contiguous: one call. */
-	crc = icrc_masked(l3, hdr_len, p->ipv6, &n);
+	crc = icrc_masked(l3, hdr_len, ipv6, &n);
 	crc = roce_crc32(crc, l3 + n, cover - n);
 	return roce_icrc_final(crc);
+}
+
+uint32_t
+roce_icrc_l3(const uint8_t *l3, uint32_t hdr_len, uint32_t cover, bool ipv6)
+{
+	if (clmul_fits(l3, hdr_len, ipv6))
+		return roce_icrc_clmul(l3, cover, ipv6);
+	return icrc_l3_sw(l3, hdr_len, cover, ipv6);
+}
+
+uint32_t
+roce_icrc_frame(const uint8_t *frame, const struct roce_pkt *p)
+{
+	const uint8_t *l3 = frame + p->l3_off;
+	uint32_t hdr_len = (uint32_t)p->payload_off - p->l3_off;
+	uint32_t cover = p->frame_len - ROCE_ICRC_LEN - p->l3_off;
+
+	if (clmul_fits(l3, hdr_len, p->ipv6))
+		return roce_icrc_clmul(l3, cover, p->ipv6);
+	return icrc_l3_sw(l3, hdr_len, cover, p->ipv6);
 }

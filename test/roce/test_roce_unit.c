@@ -978,6 +978,71 @@ test_hdr_cache(void)
 		       "%u frames (%u hits)\n", runs * 40, hits);
 }
 
+/*
+ * roce_image_build() must write roce_build_hdrs()'s bytes, Ethernet through
+ * BTH, and give its frame length, for any connection (IPv4/IPv6, VLAN or
+ * not, any L2..L4 field values) and any per-frame opcode, BTH flags, PSN,
+ * IP ID and lengths; the extended headers after the BTH are the caller's.
+ */
+static void
+test_hdr_image(void)
+{
+	static uint8_t fa[ROCE_MAX_HDR_LEN + 64], fb[ROCE_MAX_HDR_LEN + 64];
+	unsigned int frames = 0;
+
+	for (unsigned int r = 0; r < 300; r++) {
+		struct roce_hdr_image img;
+		struct roce_pkt base, a;
+
+		make_frame(fa, &base, supported[rnd_below(N_SUPPORTED)],
+			   rnd() & 1, rnd() & 1, 64);
+		base.fecn = base.becn = false;	/* never set by a sender */
+		base.udp_dport = ROCE_UDP_DPORT;
+		roce_image_init(&img, &base);
+		for (unsigned int k = 0; k < 40; k++, frames++) {
+			uint8_t op = supported[rnd_below(N_SUPPORTED)];
+			const struct roce_opcode_info *oi = roce_opcode_info(op);
+			uint32_t ha, len;
+			uint8_t bth1;
+
+			a = base;
+			a.opcode = op;
+			a.se = rnd() & 1;
+			a.mig = rnd() & 1;
+			a.ack_req = rnd() & 1;
+			a.psn = (uint32_t)rnd() & ROCE_PSN_MASK;
+			a.ip_id = a.ipv6 ? 0 : (uint16_t)rnd();
+			a.payload_len = (oi->flags & ROCE_OPF_PAYLOAD) ?
+					rnd_below(5000) : 0;
+			a.pad = (uint8_t)(-a.payload_len & 3);
+			ha = roce_build_hdrs(fa, &a);
+			memset(fb, 0xa5, sizeof(fb));
+			bth1 = (uint8_t)((a.se ? ROCE_BTH_SE : 0) |
+					 (a.mig ? ROCE_BTH_MIG : 0) |
+					 a.pad << ROCE_BTH_PAD_SHIFT);
+			len = roce_image_build(fb, &img, op, bth1,
+					       (a.ack_req ? ROCE_BTH_ACKREQ : 0) |
+					       a.psn, oi->hdr_len - ROCE_BTH_LEN,
+					       a.payload_len + a.pad, a.ip_id);
+			CHECK(len == a.frame_len,
+			      "hdr image: frame length %u != %u (op 0x%02x)", len,
+			      a.frame_len, op);
+			CHECK((uint32_t)a.bth_off + ROCE_BTH_LEN <= ha &&
+			      memcmp(fa, fb, a.bth_off + ROCE_BTH_LEN) == 0,
+			      "hdr image: bytes differ (op 0x%02x, ipv6 %d, vlan %d, "
+			      "first at %d)", op, a.ipv6, a.has_vlan,
+			      first_diff(fa, fb, a.bth_off + ROCE_BTH_LEN));
+			if (!a.ipv6)
+				CHECK(ref_ipv4_cksum(fb + a.l3_off, 20) ==
+				      (uint16_t)(fb[a.l3_off + 10] << 8 |
+						 fb[a.l3_off + 11]),
+				      "hdr image: IPv4 checksum wrong");
+		}
+	}
+	if (!failures)
+		printf("hdr image == roce_build_hdrs on %u frames\n", frames);
+}
+
 int
 main(void)
 {
@@ -997,6 +1062,7 @@ main(void)
 	test_rejects();
 	test_mutations();
 	test_hdr_cache();
+	test_hdr_image();
 	if (failures) {
 		printf("FAILED: %d checks (seed %" PRIu64 ")\n", failures, seed);
 		return 1;

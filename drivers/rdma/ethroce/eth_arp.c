@@ -339,6 +339,7 @@ bool eth_qp_resolve(struct droce_qp *qp, bool *failed)
 	if (!eth_neigh_resolve(dev, g, &mac, failed))
 		return false;
 	memcpy(qp->tmpl.dst_mac, mac.addr_bytes, 6);
+	qp->img_valid = false;	/* the header image has the old MAC */
 	n = neigh_find(dev, g);
 	if (n != NULL) {
 		qp->neigh_genp = &n->gen;

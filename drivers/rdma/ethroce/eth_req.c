@@ -538,16 +538,87 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	return true;
 }
 
+/*
+ * The common small message: an RC/UC SEND or WRITE (with or without
+ * immediate) of one packet whose payload is copied (no zero-copy, below the
+ * fused copy+CRC size), built from the QP's header image: no roce_pkt, no
+ * header cache compare. Everything else goes the general way (send_one).
+ */
+static inline bool is_small(const struct droce_qp *qp,
+			    const struct wqe_view *v)
+{
+	return qp->req_off == 0 && v->length <= qp->mtu &&
+	       v->length < ETH_CRC_COPY_MIN &&
+	       (v->op == MLX5_OPCODE_RDMA_WRITE || v->op == MLX5_OPCODE_SEND ||
+		v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
+		v->op == MLX5_OPCODE_SEND_IMM) &&
+	       qp->transport != ROCE_TRANSPORT_UD &&
+	       !(qp->dev->zc_min && v->length >= qp->dev->zc_min);
+}
+
+static bool send_small(struct droce_qp *qp, const struct wqe_view *v,
+		       struct droce_swqe_state *st)
+{
+	bool write = v->op == MLX5_OPCODE_RDMA_WRITE ||
+		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
+	bool imm = v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
+		   v->op == MLX5_OPCODE_SEND_IMM;
+	uint32_t ext_len = (write ? ROCE_RETH_LEN : 0) +
+			   (imm ? ROCE_IMMDT_LEN : 0);
+	uint8_t rop = write ? (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY) :
+			      (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
+	/* Solicited event: SENDs and WRITE with immediate only. */
+	uint8_t se = (v->flags & DROCE_WQE_SOLICITED) &&
+		     v->op != MLX5_OPCODE_RDMA_WRITE ? ROCE_BTH_SE : 0;
+	uint32_t psn = qp->req_psn;
+	struct rte_mbuf *m;
+	uint8_t *ext;
+
+	m = eth_img_build(qp, ROCE_OPCODE(qp->transport, rop), se,
+			  (qp->transport == ROCE_TRANSPORT_RC ? ROCE_BTH_ACKREQ : 0) |
+			  psn, ext_len, v->length, &ext);
+	if (unlikely(m == NULL))
+		return false;
+	if (write) {
+		uint64_t va = rte_cpu_to_be_64(v->raddr);
+		uint32_t w[2] = { rte_cpu_to_be_32(v->rkey),
+				  rte_cpu_to_be_32(v->length) };
+
+		memcpy(ext, &va, 8);
+		memcpy(ext + 8, w, 8);
+	}
+	if (imm)	/* already big-endian */
+		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
+	if (v->inl) {
+		memcpy(ext + ext_len, v->inl_data, v->length);
+	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0,
+					   ext + ext_len, v->length, NULL))) {
+		rte_pktmbuf_free(m);
+		fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	eth_img_send(qp, m, ext_len);
+	st->psn_last = psn;
+	qp->req_psn = roce_psn_add(psn, 1);
+	qp->req_cur++;
+	if (qp->transport == ROCE_TRANSPORT_UC)
+		complete_sent(qp, qp->req_cur - 1, IBV_WC_SUCCESS);
+	return true;
+}
+
 /* Send the next packet of WQE req_cur. Returns false if the QP must stop. */
 static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		     struct droce_swqe_state *st)
 {
-	struct roce_pkt p = qp->tmpl;
+	struct roce_pkt p;
 	struct rte_mbuf *m;
 	uint8_t *pl;
 
+	if (is_small(qp, v))
+		return send_small(qp, v, st);
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
+	p = qp->tmpl;
 
 	if (op_is_atomic(v->op)) {
 		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,

@@ -179,26 +179,100 @@ void eth_send_payload(struct droce_dev *dev, struct rte_mbuf *m,
 	eth_finish(dev, m, p);
 }
 
+static inline bool to_self(const struct droce_dev *dev, bool ipv6,
+			   const uint8_t *dst_ip)
+{
+	return ipv6 ? memcmp(dst_ip, dev->gid[0].raw, 16) == 0 :
+		      memcmp(dst_ip, &dev->args.ip, 4) == 0;
+}
+
+/* Two QPs of one device: the frame never leaves (the port could not loop
+ * it back anyway); it is received on the next poll. */
+static void loop_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
+{
+	if (dev->loopq_len < ETH_LOOPQ_CAP) {
+		dev->loopq[dev->loopq_len++] = m;
+		dev->st.tx_pkts++;
+		dev->st.tx_bytes += m->pkt_len;
+	} else {
+		dev->st.tx_full++;
+		rte_pktmbuf_free(m);
+	}
+}
+
 /* A finished frame (ICRC in place) to the port, or to ourselves. */
 void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
 	      const struct roce_pkt *p)
 {
 	DROCE_TRACE("tx", dev->args.name, p);
-	/* Two QPs of one device: the frame never leaves (the port could not
-	 * loop it back anyway); it is received on the next poll. */
-	if (unlikely(p->ipv6 ? memcmp(p->dst_ip, dev->gid[0].raw, 16) == 0 :
-			       memcmp(p->dst_ip, &dev->args.ip, 4) == 0)) {
-		if (dev->loopq_len < ETH_LOOPQ_CAP) {
-			dev->loopq[dev->loopq_len++] = m;
-			dev->st.tx_pkts++;
-			dev->st.tx_bytes += m->pkt_len;
-		} else {
-			dev->st.tx_full++;
-			rte_pktmbuf_free(m);
-		}
-		return;
+	if (unlikely(to_self(dev, p->ipv6, p->dst_ip)))
+		loop_enqueue(dev, m);
+	else
+		eth_tx_enqueue(dev, m);
+}
+
+/* ------------------------------------------ frames from the header image */
+
+struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
+			       uint8_t bth1, uint32_t bth_psn, uint32_t ext_len,
+			       uint32_t payload_len, uint8_t **ext)
+{
+	struct droce_dev *dev = qp->dev;
+	struct rte_mbuf *m = eth_mbuf_alloc(dev);
+	uint32_t pad = (4 - (payload_len & 3)) & 3, len;
+	uint8_t *buf;
+
+	if (unlikely(m == NULL))
+		return NULL;
+	if (unlikely(!qp->img_valid)) {
+		roce_image_init(&qp->img, &qp->tmpl);
+		qp->img_loop = to_self(dev, qp->tmpl.ipv6, qp->tmpl.dst_ip);
+		qp->img_valid = true;
 	}
-	eth_tx_enqueue(dev, m);
+	buf = rte_pktmbuf_mtod(m, uint8_t *);
+	/* The image is written whole: room for it and for the frame. */
+	if (unlikely(RTE_MAX((uint32_t)qp->img.bth_off + ROCE_BTH_LEN + ext_len +
+			     payload_len + pad + ROCE_ICRC_LEN,
+			     (uint32_t)sizeof(qp->img.bytes)) >
+		     rte_pktmbuf_tailroom(m))) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	len = roce_image_build(buf, &qp->img, opcode,
+			       (uint8_t)(bth1 | pad << ROCE_BTH_PAD_SHIFT),
+			       bth_psn, ext_len, payload_len + pad,
+			       dev->ip_id++);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	*ext = buf + qp->img.bth_off + ROCE_BTH_LEN;
+	return m;
+}
+
+void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len)
+{
+	const struct roce_hdr_image *img = &qp->img;
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *end = buf + m->data_len - ROCE_ICRC_LEN;
+	uint32_t pad = (buf[img->bth_off + 1] & ROCE_BTH_PAD_MASK) >>
+		       ROCE_BTH_PAD_SHIFT;
+
+	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
+	memset(end - pad, 0, pad);
+	roce_icrc_store(end, roce_icrc_l3(buf + img->l3_off,
+					  img->bth_off + ROCE_BTH_LEN + ext_len -
+					  img->l3_off,
+					  (uint32_t)(end - buf) - img->l3_off,
+					  img->ipv6));
+	if (unlikely(droce_trace_on)) {
+		struct roce_pkt p;
+
+		if (roce_parse(buf, m->data_len, m->pkt_len, &p) == ROCE_OK)
+			DROCE_TRACE("tx", qp->dev->args.name, &p);
+	}
+	if (unlikely(qp->img_loop))
+		loop_enqueue(qp->dev, m);
+	else
+		eth_tx_enqueue(qp->dev, m);
 }
 
 void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
@@ -264,6 +338,7 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	struct roce_pkt p;
 	struct rte_mbuf *m;
+	uint32_t msn = qp->resp_msn & ROCE_PSN_MASK;
 	uint8_t *pl;
 	bool failed;
 
@@ -279,16 +354,25 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 			return;	/* the requester's timer recovers */
 		p = qp->tmpl;
 		memcpy(p.dst_mac, mac, 6);
-	} else {
-		p = qp->tmpl;
+		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK);
+		p.psn = psn;
+		p.aeth_syndrome = syndrome;
+		p.aeth_msn = msn;
+		m = eth_build(qp, &p, 0, &pl);
+		if (unlikely(m == NULL))
+			return;
+		count_ack_tx(qp, syndrome);
+		eth_finish(qp->dev, m, &p);
+		return;
 	}
-	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK);
-	p.psn = psn;
-	p.aeth_syndrome = syndrome;
-	p.aeth_msn = qp->resp_msn & ROCE_PSN_MASK;
-	m = eth_build(qp, &p, 0, &pl);
+	m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK), 0,
+			  psn & ROCE_PSN_MASK, ROCE_AETH_LEN, 0, &pl);
 	if (unlikely(m == NULL))
 		return;	/* the requester's timer recovers a lost ACK */
+	pl[0] = syndrome;
+	pl[1] = (uint8_t)(msn >> 16);
+	pl[2] = (uint8_t)(msn >> 8);
+	pl[3] = (uint8_t)msn;
 	count_ack_tx(qp, syndrome);
-	eth_finish(qp->dev, m, &p);
+	eth_img_send(qp, m, ROCE_AETH_LEN);
 }
