@@ -92,8 +92,10 @@ static void usage(const char *argv0)
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
-	printf("      --engine=lcore|app     loopback: engine on a worker lcore (default with 2+\n");
-	printf("                             lcores) or driven by this thread's verbs calls\n");
+	printf("      --engine=lcore|app|split  loopback: both devices' engine on a worker lcore\n");
+	printf("                             (default with 2+ lcores), or driven by this thread's\n");
+	printf("                             verbs calls; split: the client's driven by this\n");
+	printf("                             thread, the server's on the worker (an engine per side)\n");
 	printf("      --idle_us=<us>         loopback: engine idle sleep limit (droce's idle_us)\n");
 	printf("      --nb_mbuf=<n>          loopback: mbufs per device (droce's nb_mbuf)\n");
 	printf("      --zc_min=<bytes>       loopback: zero-copy transmit of packet payloads\n"
@@ -334,8 +336,10 @@ static int parse_args(int argc, char **argv)
 				opt.engine = ENG_LCORE;
 			else if (strcmp(optarg, "app") == 0)
 				opt.engine = ENG_APP;
+			else if (strcmp(optarg, "split") == 0)
+				opt.engine = ENG_SPLIT;
 			else
-				return bad("engine (lcore or app)", optarg);
+				return bad("engine (lcore, app or split)", optarg);
 			break;
 		case O_IDLE_US:
 			if (parse_num(optarg, 0, 1000000, &v))
@@ -643,16 +647,12 @@ static int main_loopback(const char *argv0)
 	worker = rte_get_next_lcore(-1, 1, 0);
 	if (opt.engine == ENG_DEFAULT)
 		opt.engine = worker < RTE_MAX_LCORE ? ENG_LCORE : ENG_APP;
-	if (opt.engine == ENG_LCORE && worker >= RTE_MAX_LCORE) {
-		fprintf(stderr, " --engine=lcore needs a worker lcore (DROCE_EAL_ARGS \"-l 0-1 ...\")\n");
+	if (opt.engine != ENG_APP && worker >= RTE_MAX_LCORE) {
+		fprintf(stderr, " --engine=%s needs a worker lcore (DROCE_EAL_ARGS \"-l 0-1 ...\")\n",
+			opt.engine == ENG_SPLIT ? "split" : "lcore");
 		return 1;
 	}
 	snprintf(common, sizeof(common), "mtu=%d", opt.mtu ? opt.mtu : 4096);
-	if (opt.engine == ENG_APP)
-		strcat(common, ",lcore=app");
-	else
-		snprintf(common + strlen(common), sizeof(common) - strlen(common),
-			 ",lcore=%u", worker);
 	if (opt.idle_us >= 0)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",idle_us=%d", opt.idle_us);
@@ -662,8 +662,20 @@ static int main_loopback(const char *argv0)
 	if (opt.zc_min)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",zc_min=%u", opt.zc_min);
-	snprintf(da, sizeof(da), "ip=198.18.0.1,name=droce_lb0,%s", common);
-	snprintf(db, sizeof(db), "ip=198.18.0.2,name=droce_lb1,%s", common);
+	/* The client's engine: this thread's unless lcore; the server's: this
+	 * thread's only in app mode. */
+	if (opt.engine == ENG_LCORE)
+		snprintf(da, sizeof(da), "ip=198.18.0.1,name=droce_lb0,%s,lcore=%u",
+			 common, worker);
+	else
+		snprintf(da, sizeof(da), "ip=198.18.0.1,name=droce_lb0,%s,lcore=app",
+			 common);
+	if (opt.engine == ENG_APP)
+		snprintf(db, sizeof(db), "ip=198.18.0.2,name=droce_lb1,%s,lcore=app",
+			 common);
+	else
+		snprintf(db, sizeof(db), "ip=198.18.0.2,name=droce_lb1,%s,lcore=%u",
+			 common, worker);
 	ret = droce_create_ring_pair(da, db);
 	if (ret) {
 		fprintf(stderr, " droce_create_ring_pair: %s\n", strerror(-ret));
@@ -679,7 +691,8 @@ static int main_loopback(const char *argv0)
 	if (side_open(&c, list[nd - 2], true, max_size(), page_size()) ||
 	    side_open(&s, list[nd - 1], false, max_size(), page_size()))
 		goto out;
-	c.app_mode = s.app_mode = opt.engine == ENG_APP;
+	c.app_mode = opt.engine == ENG_APP || opt.engine == ENG_SPLIT;
+	s.app_mode = opt.engine == ENG_APP;
 	if (opt.mtu == 0)
 		opt.mtu = perf_mtu_bytes(c.port_mtu);
 	side_fill_dest(&c);

@@ -413,7 +413,7 @@ static void kv_cpu(const struct perf_side *c)
 static const char *engine_str(void)
 {
 	return opt.engine == ENG_APP ? "app" : opt.engine == ENG_LCORE ?
-	       "lcore" : "default";
+	       "lcore" : opt.engine == ENG_SPLIT ? "split" : "default";
 }
 
 void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,

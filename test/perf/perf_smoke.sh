@@ -156,6 +156,12 @@ if [ "$NPROC" -ge 2 ]; then
 		check_bw write_bw-lcore 64 2000 1
 	run write_lat-lcore 0-1 write_lat -n 1000 --engine=lcore &&
 		check_lat write_lat-lcore 2 1000
+	# an engine per side: the client's in this thread, the server's on lcore 1
+	run send_bw-split 0-1 send_bw -s 64 -n 2000 --engine=split &&
+		check_bw send_bw-split 64 2000 1 &&
+		{ grep -q ' engine=split ' "$LAST" || fail "send_bw-split: not reported as split"; }
+	run read_lat-split 0-1 read_lat -s 64 -n 500 --engine=split &&
+		check_lat read_lat-split 64 500
 fi
 
 # perftest's naming: a link called ib_write_bw runs write_bw

@@ -132,13 +132,19 @@ void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m);
  * A frame of the QP's own connection from its header image (eth_qp_tmpl_ok()
  * must hold): Ethernet .. BTH written (bth1 without the pad, which is
  * derived from payload_len), *ext where the ext_len bytes of extended
- * headers go, the payload after them. eth_img_send() zeroes the pad, adds
- * the ICRC and queues it. NULL if mbufs ran out.
+ * headers go, the payload after them. NULL if mbufs ran out.
+ * eth_img_send() zeroes the pad, adds the ICRC and queues the frame; with
+ * crc, the ICRC so far over headers and payload (eth_img_hdrs_crc() once
+ * the extended headers are written, carried on by the payload's copy),
+ * else computed over the frame.
  */
 struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 			       uint8_t bth1, uint32_t bth_psn, uint32_t ext_len,
 			       uint32_t payload_len, uint8_t **ext);
-void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len);
+uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
+			  uint32_t ext_len);
+void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
+		  const uint32_t *crc);
 int eth_tx_flush(struct droce_dev *dev);
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);
 static inline bool eth_tx_busy(const struct droce_dev *dev)

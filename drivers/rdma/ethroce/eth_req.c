@@ -539,16 +539,15 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 }
 
 /*
- * The common small message: an RC/UC SEND or WRITE (with or without
- * immediate) of one packet whose payload is copied (no zero-copy, below the
- * fused copy+CRC size), built from the QP's header image: no roce_pkt, no
- * header cache compare. Everything else goes the general way (send_one).
+ * The common message: an RC/UC SEND or WRITE (with or without immediate)
+ * of one packet whose payload is copied (not zero-copy), built from the
+ * QP's header image: no roce_pkt, no header cache compare. Everything else
+ * goes the general way (send_one).
  */
-static inline bool is_small(const struct droce_qp *qp,
-			    const struct wqe_view *v)
+static inline bool is_one_packet(const struct droce_qp *qp,
+				 const struct wqe_view *v)
 {
 	return qp->req_off == 0 && v->length <= qp->mtu &&
-	       v->length < ETH_CRC_COPY_MIN &&
 	       (v->op == MLX5_OPCODE_RDMA_WRITE || v->op == MLX5_OPCODE_SEND ||
 		v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		v->op == MLX5_OPCODE_SEND_IMM) &&
@@ -556,9 +555,11 @@ static inline bool is_small(const struct droce_qp *qp,
 	       !(qp->dev->zc_min && v->length >= qp->dev->zc_min);
 }
 
-static bool send_small(struct droce_qp *qp, const struct wqe_view *v,
-		       struct droce_swqe_state *st)
+static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
+			    struct droce_swqe_state *st)
 {
+	bool fused = v->length >= ETH_CRC_COPY_MIN;
+	uint32_t crc = 0;
 	bool write = v->op == MLX5_OPCODE_RDMA_WRITE ||
 		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
 	bool imm = v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
@@ -589,15 +590,22 @@ static bool send_small(struct droce_qp *qp, const struct wqe_view *v,
 	}
 	if (imm)	/* already big-endian */
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
+	if (fused)
+		crc = eth_img_hdrs_crc(qp, m, ext_len);
 	if (v->inl) {
-		memcpy(ext + ext_len, v->inl_data, v->length);
+		if (fused)
+			crc = roce_crc32_copy(crc, ext + ext_len, v->inl_data,
+					      v->length);
+		else
+			memcpy(ext + ext_len, v->inl_data, v->length);
 	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0,
-					   ext + ext_len, v->length, NULL))) {
+					   ext + ext_len, v->length,
+					   fused ? &crc : NULL))) {
 		rte_pktmbuf_free(m);
 		fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	eth_img_send(qp, m, ext_len);
+	eth_img_send(qp, m, ext_len, fused ? &crc : NULL);
 	st->psn_last = psn;
 	qp->req_psn = roce_psn_add(psn, 1);
 	qp->req_cur++;
@@ -614,8 +622,8 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 	struct rte_mbuf *m;
 	uint8_t *pl;
 
-	if (is_small(qp, v))
-		return send_small(qp, v, st);
+	if (is_one_packet(qp, v))
+		return send_one_packet(qp, v, st);
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
 	p = qp->tmpl;
@@ -886,8 +894,9 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			st->done = 0;
 			st->rcvd = 0;
 			st->psn_first = qp->req_psn;
-			st->npkts = v.length && !op_is_atomic(v.op) ?
-				    (v.length + qp->mtu - 1) / qp->mtu : 1;
+			/* (no division for the common one-packet message) */
+			st->npkts = v.length <= qp->mtu || op_is_atomic(v.op) ?
+				    1 : (v.length + qp->mtu - 1) / qp->mtu;
 			st->psn_last = roce_psn_add(st->psn_first, st->npkts - 1);
 			if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
 				qp->req_hwm = idx + 1;

@@ -248,7 +248,19 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 	return m;
 }
 
-void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len)
+uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
+			  uint32_t ext_len)
+{
+	const struct roce_hdr_image *img = &qp->img;
+
+	return roce_icrc_hdrs(rte_pktmbuf_mtod_offset(m, const uint8_t *,
+						      img->l3_off),
+			      img->bth_off + ROCE_BTH_LEN + ext_len - img->l3_off,
+			      img->ipv6);
+}
+
+void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
+		  const uint32_t *crc)
 {
 	const struct roce_hdr_image *img = &qp->img;
 	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
@@ -258,11 +270,15 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len)
 
 	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
 	memset(end - pad, 0, pad);
-	roce_icrc_store(end, roce_icrc_l3(buf + img->l3_off,
-					  img->bth_off + ROCE_BTH_LEN + ext_len -
-					  img->l3_off,
-					  (uint32_t)(end - buf) - img->l3_off,
-					  img->ipv6));
+	if (crc != NULL)
+		roce_icrc_store(end, roce_icrc_final(roce_crc32(*crc, end - pad,
+								pad)));
+	else
+		roce_icrc_store(end, roce_icrc_l3(buf + img->l3_off,
+						  img->bth_off + ROCE_BTH_LEN +
+						  ext_len - img->l3_off,
+						  (uint32_t)(end - buf) -
+						  img->l3_off, img->ipv6));
 	if (unlikely(droce_trace_on)) {
 		struct roce_pkt p;
 
@@ -374,5 +390,5 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 	pl[2] = (uint8_t)(msn >> 8);
 	pl[3] = (uint8_t)msn;
 	count_ack_tx(qp, syndrome);
-	eth_img_send(qp, m, ROCE_AETH_LEN);
+	eth_img_send(qp, m, ROCE_AETH_LEN, NULL);
 }
