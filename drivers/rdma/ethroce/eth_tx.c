@@ -248,6 +248,17 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 	return m;
 }
 
+/* No struct to trace from: parse the frame (out of line, off the path). */
+static __attribute__((noinline)) void img_trace(const struct droce_dev *dev,
+						const struct rte_mbuf *m)
+{
+	struct roce_pkt p;
+
+	if (roce_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
+		       m->pkt_len, &p) == ROCE_OK)
+		DROCE_TRACE("tx", dev->args.name, &p);
+}
+
 uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
 			  uint32_t ext_len)
 {
@@ -279,12 +290,8 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 						  ext_len - img->l3_off,
 						  (uint32_t)(end - buf) -
 						  img->l3_off, img->ipv6));
-	if (unlikely(droce_trace_on)) {
-		struct roce_pkt p;
-
-		if (roce_parse(buf, m->data_len, m->pkt_len, &p) == ROCE_OK)
-			DROCE_TRACE("tx", qp->dev->args.name, &p);
-	}
+	if (unlikely(droce_trace_on))
+		img_trace(qp->dev, m);
 	if (unlikely(qp->img_loop))
 		loop_enqueue(qp->dev, m);
 	else
