@@ -316,8 +316,7 @@ struct roce_hdr_image {
 	uint8_t l3_off;
 	uint8_t bth_off;
 	bool ipv6;
-	uint32_t ip_sum;	/* IPv4: sum of the header's 16-bit words but
-				 * total length, ID and checksum */
+	uint32_t ip_sum;	/* IPv4: as roce_hdr_cache's */
 };
 void roce_image_init(struct roce_hdr_image *img, const struct roce_pkt *t);
 uint32_t roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,

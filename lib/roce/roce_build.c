@@ -183,6 +183,31 @@ roce_build_hdrs(uint8_t *buf, struct roce_pkt *p)
 	return off;
 }
 
+/*
+ * A connection's frames differ in the IPv4 header only by total length
+ * and ID: the sum of the rest (native order, folded: the 64-bit sum of
+ * 32-bit words does not fit the field) is kept, and each frame's checksum
+ * follows from it and the two fields (RFC 1624).
+ */
+static inline uint32_t
+ipv4_fixed_sum(const uint8_t *ip)
+{
+	return fold16(sum_native(ip, ROCE_IPV4_HLEN) - ld16n(ip + 2) -
+		      ld16n(ip + 4) - ld16n(ip + 10));
+}
+
+static inline void
+ipv4_set_len_id(uint8_t *ip, uint32_t fixed_sum, uint16_t tot, uint16_t id)
+{
+	uint16_t ck;
+
+	wr16(ip + 2, tot);
+	wr16(ip + 4, id);
+	ck = (uint16_t)~fold16((uint64_t)fixed_sum + ld16n(ip + 2) +
+			       ld16n(ip + 4));
+	memcpy(ip + 10, &ck, 2);	/* native sum: store as is */
+}
+
 uint32_t
 roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
 		       struct roce_hdr_cache *c)
@@ -203,15 +228,8 @@ roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
 		c->l3_off = (uint8_t)p->l3_off;
 		c->l4_off = (uint8_t)p->l4_off;
 		memcpy(c->hdr, buf, c->len);
-		if (!p->ipv6) {
-			const uint8_t *ip = buf + p->l3_off;
-
-			/* Folded: the 64-bit sum of 32-bit words does not
-			 * fit the field. */
-			c->ip_sum = fold16(sum_native(ip, ROCE_IPV4_HLEN) -
-					   ld16n(ip + 2) - ld16n(ip + 4) -
-					   ld16n(ip + 10));
-		}
+		if (!p->ipv6)
+			c->ip_sum = ipv4_fixed_sum(buf + p->l3_off);
 		c->valid = true;
 		return off;
 	}
@@ -228,14 +246,8 @@ roce_build_hdrs_cached(uint8_t *buf, struct roce_pkt *p,
 		wr16(buf + c->l3_off + 4, (uint16_t)l4_len);
 		p->frame_len = c->l3_off + ROCE_IPV6_HLEN + l4_len;
 	} else {
-		uint8_t *ip = buf + c->l3_off;
-		uint16_t ck;
-
-		wr16(ip + 2, (uint16_t)(ROCE_IPV4_HLEN + l4_len));
-		wr16(ip + 4, id);
-		ck = (uint16_t)~fold16((uint64_t)c->ip_sum + ld16n(ip + 2) +
-				       ld16n(ip + 4));
-		memcpy(ip + 10, &ck, 2);	/* native sum: store as is */
+		ipv4_set_len_id(buf + c->l3_off, c->ip_sum,
+				(uint16_t)(ROCE_IPV4_HLEN + l4_len), id);
 		p->frame_len = c->l3_off + ROCE_IPV4_HLEN + l4_len;
 	}
 	wr16(buf + c->l4_off + 4, (uint16_t)l4_len);
@@ -263,13 +275,8 @@ roce_image_init(struct roce_hdr_image *img, const struct roce_pkt *t)
 	img->l3_off = (uint8_t)p.l3_off;
 	img->bth_off = (uint8_t)p.bth_off;
 	img->ipv6 = p.ipv6;
-	if (!p.ipv6) {
-		const uint8_t *ip = buf + p.l3_off;
-
-		for (uint32_t i = 0; i < ROCE_IPV4_HLEN; i += 2)
-			if (i != 2 && i != 4 && i != 10)
-				img->ip_sum += rd16(ip + i);
-	}
+	if (!p.ipv6)
+		img->ip_sum = ipv4_fixed_sum(buf + p.l3_off);
 }
 
 uint32_t
@@ -290,9 +297,7 @@ roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,
 		wr16(ip + 4, (uint16_t)l4_len);
 		return img->l3_off + ROCE_IPV6_HLEN + l4_len;
 	}
-	l4_len += ROCE_IPV4_HLEN;	/* the IP total length from here */
-	wr16(ip + 2, (uint16_t)l4_len);
-	wr16(ip + 4, ip_id);
-	wr16(ip + 10, (uint16_t)~fold16((uint64_t)img->ip_sum + l4_len + ip_id));
-	return img->l3_off + l4_len;
+	ipv4_set_len_id(ip, img->ip_sum, (uint16_t)(ROCE_IPV4_HLEN + l4_len),
+			ip_id);
+	return img->l3_off + ROCE_IPV4_HLEN + l4_len;
 }
