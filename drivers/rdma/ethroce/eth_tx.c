@@ -151,17 +151,25 @@ uint32_t eth_hdrs_crc(const struct rte_mbuf *m, const struct roce_pkt *p)
 			      p->ipv6);
 }
 
+/* The frame's tail: pad bytes zeroed (IBTA 9.2.3) and carried into crc,
+ * the ICRC so far over everything before them; the ICRC stored. */
+static inline void finish_padded(struct rte_mbuf *m, uint32_t pad,
+				 uint32_t crc)
+{
+	uint8_t *end = rte_pktmbuf_mtod_offset(m, uint8_t *,
+					       m->data_len - ROCE_ICRC_LEN);
+
+	if (pad) {
+		memset(end - pad, 0, pad);
+		crc = roce_crc32(crc, end - pad, pad);
+	}
+	roce_icrc_store(end, roce_icrc_final(crc));
+}
+
 void eth_finish_crc(struct droce_dev *dev, struct rte_mbuf *m,
 		    const struct roce_pkt *p, uint32_t crc)
 {
-	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
-	uint8_t *end = buf + m->data_len - ROCE_ICRC_LEN;
-
-	if (p->pad) {
-		memset(end - p->pad, 0, p->pad);
-		crc = roce_crc32(crc, end - p->pad, p->pad);
-	}
-	roce_icrc_store(end, roce_icrc_final(crc));
+	finish_padded(m, p->pad, crc);
 	eth_xmit(dev, m, p);
 }
 
@@ -279,17 +287,16 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 	uint32_t pad = (buf[img->bth_off + 1] & ROCE_BTH_PAD_MASK) >>
 		       ROCE_BTH_PAD_SHIFT;
 
-	/* Pad bytes are zero (IBTA 9.2.3) and covered by the ICRC. */
-	memset(end - pad, 0, pad);
-	if (crc != NULL)
-		roce_icrc_store(end, roce_icrc_final(roce_crc32(*crc, end - pad,
-								pad)));
-	else
+	if (crc != NULL) {
+		finish_padded(m, pad, *crc);
+	} else {
+		memset(end - pad, 0, pad);	/* zero, covered by the ICRC */
 		roce_icrc_store(end, roce_icrc_l3(buf + img->l3_off,
 						  img->bth_off + ROCE_BTH_LEN +
 						  ext_len - img->l3_off,
 						  (uint32_t)(end - buf) -
 						  img->l3_off, img->ipv6));
+	}
 	if (unlikely(droce_trace_on))
 		img_trace(qp->dev, m);
 	if (unlikely(qp->img_loop))
