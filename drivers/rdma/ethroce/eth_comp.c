@@ -48,6 +48,7 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 			break;
 		if (st->status != IBV_WC_SUCCESS) {
 			/* A local error waited for the WQEs before it. */
+			eth_qp_mark_error(qp);
 			eth_complete_send(qp, qp->req_acked, st->status);
 			qp->req_acked++;
 			qp->flags &= ~DROCE_QPF_REQ_STALL;
@@ -104,6 +105,7 @@ static void nak_fail(struct droce_qp *qp, uint32_t psn, uint8_t status)
 	ack_upto(qp, roce_psn_add(psn, ROCE_PSN_MASK));
 	if (qp->state == IBV_QPS_ERR || qp->req_acked == qp->req_hwm)
 		return;
+	eth_qp_mark_error(qp);
 	eth_complete_send(qp, qp->req_acked, status);
 	qp->req_acked++;
 	publish_sq_ci(qp);
@@ -248,6 +250,7 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 	if (unlikely(ret)) {
 		st->status = ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :
 						  IBV_WC_LOC_PROT_ERR;
+		eth_qp_mark_error(qp);
 		eth_complete_send(qp, qp->req_acked, st->status);
 		qp->req_acked++;
 		publish_sq_ci(qp);
@@ -285,6 +288,7 @@ static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
 				 be64toh(sge->addr), 8, IBV_ACCESS_LOCAL_WRITE);
 	if (unlikely(dst == NULL || be32toh(sge->byte_count) < 8)) {
 		st->status = IBV_WC_LOC_PROT_ERR;
+		eth_qp_mark_error(qp);
 		eth_complete_send(qp, qp->req_acked, st->status);
 		qp->req_acked++;
 		publish_sq_ci(qp);

@@ -214,6 +214,17 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now);
 void eth_req_arm_timer(struct droce_qp *qp);
 void eth_req_retransmit(struct droce_qp *qp, uint32_t psn);
 void eth_qp_flush(struct droce_qp *qp);
+/*
+ * The QP enters the Error state before the completion that reports the
+ * error is written: a consumer that polls that CQE and then queries the
+ * QP must find it in ERR (IBTA 10.3.1; the CQE is published with release
+ * order after these stores). eth_qp_error() marks and flushes.
+ */
+static inline void eth_qp_mark_error(struct droce_qp *qp)
+{
+	__atomic_store_n(&qp->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->ex.qp_base.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+}
 void eth_qp_error(struct droce_qp *qp);
 void eth_qp_reset(struct droce_qp *qp);
 

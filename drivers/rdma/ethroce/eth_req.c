@@ -348,6 +348,7 @@ static void fail_current(struct droce_qp *qp, uint32_t idx, uint8_t status)
 		qp->flags |= DROCE_QPF_REQ_STALL;
 		return;
 	}
+	eth_qp_mark_error(qp);
 	eth_complete_send(qp, idx, status);
 	qp->req_acked = idx + 1;
 	eth_qp_error(qp);
@@ -823,6 +824,8 @@ static void run_local(struct droce_qp *qp, const struct wqe_view *v,
 		qp->req_hwm = qp->req_cur;
 	if (qp->req_acked != idx)
 		return;		/* ack_upto completes it in its turn */
+	if (status != IBV_WC_SUCCESS)
+		eth_qp_mark_error(qp);
 	eth_complete_send(qp, idx, status);
 	qp->req_acked = idx + 1;
 	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
@@ -1066,12 +1069,11 @@ void eth_qp_flush(struct droce_qp *qp)
 	flush_rq(qp);
 }
 
+/* Idempotent: callers may have marked the QP before writing the error
+ * CQE, and flushing twice finds nothing the second time. */
 void eth_qp_error(struct droce_qp *qp)
 {
-	if (qp->state == IBV_QPS_ERR)
-		return;
-	__atomic_store_n(&qp->state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-	__atomic_store_n(&qp->ex.qp_base.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	eth_qp_mark_error(qp);
 	eth_qp_flush(qp);
 }
 

@@ -133,11 +133,16 @@ static void resp_fail_at(struct droce_qp *qp, uint32_t psn, uint8_t nak,
 		qp->dev->st.rx_malformed++;
 		if (recv_status == IBV_WC_SUCCESS)
 			return;
+		eth_qp_mark_error(qp);
 		if (qp->resp_have_wqe)
 			recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
 		eth_qp_error(qp);
 		return;
 	}
+	/* With responses still owed the QP stays up until they and the NAK
+	 * have left (below); otherwise it is in ERR before the CQE. */
+	if (qp->rd_head == qp->rd_tail)
+		eth_qp_mark_error(qp);
 	if (recv_status != IBV_WC_SUCCESS && qp->resp_have_wqe)
 		recv_complete(qp, IBV_WC_RECV, recv_status, 0, false, 0, false);
 	/* IBTA 11.6.3.1: the affiliated event for the responder's error. */
