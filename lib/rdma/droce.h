@@ -106,6 +106,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(rx_seq_err, "requests out of sequence (PSN ahead)") \
 	X(rx_dup, "duplicate requests or stale responses") \
 	X(rx_bad_qkey, "UD datagrams with the wrong Q_Key, dropped") \
+	X(rx_bad_pkey, "dropped: BTH P_Key matches nothing in the port's table") \
 	X(rx_no_recv, "UD/UC messages dropped: no receive posted") \
 	X(tx_acks, "ACKs sent") \
 	X(tx_naks, "NAKs sent, all kinds, RNR included") \

@@ -33,6 +33,7 @@ extern "C" {
 #define ROCE_PSN_MASK		0xffffffu
 #define ROCE_QPN_MASK		0xffffffu
 #define ROCE_DEFAULT_PKEY	0xffff
+#define ROCE_PKEY_FULL		0x8000	/* membership bit: full member */
 
 /* BTH: opcode, SE|M|PadCnt(2)|TVer(4), P_Key, FECN|BECN|resv6, DestQP(24),
  * A|resv7, PSN(24). */

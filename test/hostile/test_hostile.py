@@ -290,6 +290,44 @@ class T:
         self.check(not st['wcs'], 'a completion for a frame with a bad ICRC')
         self.after(st)
 
+    # -- P_Key (IBA 10.9.3): the port's table holds 0xFFFF alone; a key
+    #    matches when its low 15 bits do (one of the two, 0xFFFF, is a full
+    #    member), so 0x7FFF is accepted and every other key is dropped,
+    #    counted, never answered and never executed, requests and responses
+    def case_bad_pkey(self):
+        m = self.mr['rw']
+        va, n = m['addr'] + 200, 16
+        before = self.node.cmd('read rw 200 %d' % n)['hex']
+        bad = [self.f('A', WRITE_ONLY, RETH(va=va, rkey=m['rkey'], dlen=n),
+                      payload=b'K' * n, pkey=k)
+               for k in (0x0000, 0x8001, 0xfffe, 0x7ffe)]
+        bad.append(self.f('A', ACK, AETH(syndrome=NAK_INV_REQ, msn=0),
+                          ackreq=False, pkey=0x1234))
+        self.w.send(*bad)
+        rep = self.w.collect(0.3)
+        d, st = self.delta()
+        self.expect_silence(rep)
+        self.expect_counts(d, rx_bad_pkey=5, rx_pkts=0, rx_malformed=0)
+        self.check(self.node.cmd('read rw 200 %d' % n)['hex'] == before,
+                   'a WRITE with a bad P_Key landed')
+        self.check(self.state(st, 'A') == 'RTS', 'QP A is %s after frames '
+                   'with bad P_Keys' % self.state(st, 'A'))
+        self.after(st)
+        # a limited member of the default partition
+        self.w.send(self.f('A', WRITE_ONLY, RETH(va=va, rkey=m['rkey'], dlen=n),
+                           payload=b'L' * n, pkey=0x7fff))
+        rep = self.w.collect(0.4)
+        d, st = self.delta()
+        self.check(len(rep) == 1 and rep[0].opcode == ACK and
+                   rep[0].syndrome & 0x60 == 0 and rep[0].psn == self.epsn['A'],
+                   'WRITE with P_Key 0x7fff: replies %r' % rep)
+        self.reply_ok(rep[0], 'A')
+        self.epsn['A'] += 1
+        self.expect_counts(d, rx_bad_pkey=0, rx_pkts=1)
+        self.check(bytes.fromhex(self.node.cmd('read rw 200 %d' % n)['hex']) ==
+                   b'L' * n, 'WRITE with P_Key 0x7fff: data differ')
+        self.after(st)
+
     def case_undersized(self):
         # a bare Ethernet header, one a byte short of an IPv4 header, and a
         # UDP length that says less than the IP length

@@ -133,6 +133,15 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_icrc_err++;
 		return;
 	}
+	/* IBA 10.9.3: the packet's P_Key must match one in the port's table,
+	 * which holds the default key alone (ibv_query_pkey). Two keys match
+	 * when their low 15 bits are equal and one is a full member: 0xFFFF
+	 * is, so 0x7FFF (a limited member) is accepted too, as rxe does.
+	 * After the ICRC check, so that a damaged frame counts as one. */
+	if (unlikely((p.pkey | ROCE_PKEY_FULL) != ROCE_DEFAULT_PKEY)) {
+		dev->st.rx_bad_pkey++;
+		return;
+	}
 	dev->st.rx_pkts++;
 	dev->st.rx_bytes += m->pkt_len;
 	DROCE_TRACE("rx", dev->args.name, &p);
