@@ -260,6 +260,27 @@ int roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
  * path is tested against (test_roce_parse_diff). */
 int roce_parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
 		    struct roce_pkt *p);
+/*
+ * The receive datapath's parse: accepts and rejects exactly what
+ * roce_parse() does, with the same return codes, but fills only the fields
+ * a receiver reads; every other field is 0 (or, when the frame missed the
+ * fast path, what roce_parse() gives). ROCE_RX_FIELDS lists them; a field
+ * read on receive must be added to the list (and is then compared by
+ * test_roce_parse_diff). Saves ~60 instructions per frame (doc/performance.md,
+ * eighth round): the fields left out are the L2/L3/L4 ones nobody checks
+ * (destination MAC, TOS, TTL, ID, flags, flow label, UDP ports and
+ * checksum), BTH bits droce ignores (MigReq, TVer once checked, FECN, BECN,
+ * AckReq, pad once used) and the offsets of L4, BTH and the ICRC.
+ */
+#define ROCE_RX_FIELDS(X) \
+	X(src_mac) X(has_vlan) X(vlan_tci) X(ipv6) X(src_ip) X(dst_ip) \
+	X(opcode) X(se) X(pkey) X(dest_qp) X(psn) \
+	X(reth_va) X(reth_rkey) X(reth_len) X(aeth_syndrome) X(aeth_msn) \
+	X(atm_va) X(atm_rkey) X(atm_swap_add) X(atm_compare) X(atmack_orig) \
+	X(deth_qkey) X(deth_src_qp) X(imm) X(ieth_rkey) \
+	X(l3_off) X(payload_off) X(payload_len) X(frame_len)
+int roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
+		  struct roce_pkt *p);
 
 /*
  * Write all headers of `p` (Ethernet .. last extended header) into `buf`

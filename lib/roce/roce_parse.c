@@ -93,23 +93,30 @@ parse_ipv6(const uint8_t *ip, uint32_t room, struct roce_pkt *p,
 	return ROCE_OK;
 }
 
+/* rx: only the ROCE_RX_FIELDS (a constant: two copies of the body). */
 static inline __attribute__((always_inline)) int
-parse_bth_ext(const uint8_t *b, struct roce_pkt *p, uint32_t flags)
+parse_bth_ext(const uint8_t *b, struct roce_pkt *p, uint32_t flags, bool rx)
 {
 	uint8_t f = b[1];
 	uint32_t w;
 
 	p->se = (f & ROCE_BTH_SE) != 0;
-	p->mig = (f & ROCE_BTH_MIG) != 0;
-	p->pad = (uint8_t)((f & ROCE_BTH_PAD_MASK) >> ROCE_BTH_PAD_SHIFT);
-	p->tver = f & ROCE_BTH_TVER_MASK;
+	if (!rx) {
+		p->mig = (f & ROCE_BTH_MIG) != 0;
+		p->pad = (uint8_t)((f & ROCE_BTH_PAD_MASK) >>
+				   ROCE_BTH_PAD_SHIFT);
+		p->tver = f & ROCE_BTH_TVER_MASK;
+	}
 	p->pkey = rd16(b + 2);
 	w = rd32(b + 4);
-	p->fecn = (w & ROCE_BTH_FECN) != 0;
-	p->becn = (w & ROCE_BTH_BECN) != 0;
+	if (!rx) {
+		p->fecn = (w & ROCE_BTH_FECN) != 0;
+		p->becn = (w & ROCE_BTH_BECN) != 0;
+	}
 	p->dest_qp = w & ROCE_QPN_MASK;
 	w = rd32(b + 8);
-	p->ack_req = (w & ROCE_BTH_ACKREQ) != 0;
+	if (!rx)
+		p->ack_req = (w & ROCE_BTH_ACKREQ) != 0;
 	p->psn = w & ROCE_PSN_MASK;
 	b += ROCE_BTH_LEN;
 
@@ -236,7 +243,7 @@ parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
 		return ROCE_ERR_BAD_LENGTH;
 	if (contig - off < hlen)
 		return ROCE_ERR_TRUNCATED;
-	parse_bth_ext(frame + off, p, oi->flags);
+	parse_bth_ext(frame + off, p, oi->flags, false);
 
 	/* Payload, pad and ICRC */
 	body -= hlen + ROCE_ICRC_LEN;	/* payload + pad */
@@ -290,9 +297,10 @@ pkt_zero(struct roce_pkt *p)
 	_Static_assert(sizeof(*p) == 12 * 16, "struct roce_pkt changed size: adjust pkt_zero");
 }
 
-static inline int
+/* rx: fill only the ROCE_RX_FIELDS (a constant: two copies). */
+static inline __attribute__((always_inline)) int
 parse_fast(const uint8_t *frame, uint32_t contig, uint32_t len,
-	   struct roce_pkt *p)
+	   struct roce_pkt *p, bool rx)
 {
 	const struct roce_opcode_info *oi;
 	const uint8_t *ip, *udp, *b;
@@ -374,37 +382,46 @@ parse_fast(const uint8_t *frame, uint32_t contig, uint32_t len,
 
 	/* Accepted. */
 	pkt_zero(p);
-	memcpy(p->dst_mac, frame, 6);
+	if (!rx)
+		memcpy(p->dst_mac, frame, 6);
 	memcpy(p->src_mac, frame + 6, 6);
 	p->has_vlan = vlan;
 	p->vlan_tci = (uint16_t)tci;
 	p->ipv6 = v6;
 	if (!v6) {
-		p->tos = ip[1];
-		p->ttl = ip[8];
-		p->ip_id = rd16(ip + 4);
-		p->frag_off = rd16(ip + 6);
+		if (!rx) {
+			p->tos = ip[1];
+			p->ttl = ip[8];
+			p->ip_id = rd16(ip + 4);
+			p->frag_off = rd16(ip + 6);
+		}
 		memcpy(p->src_ip, ip + 12, 4);
 		memcpy(p->dst_ip, ip + 16, 4);
 	} else {
-		p->tos = (uint8_t)(w >> 20);
-		p->ttl = ip[7];
-		p->flow_label = w & 0xfffff;
+		if (!rx) {
+			p->tos = (uint8_t)(w >> 20);
+			p->ttl = ip[7];
+			p->flow_label = w & 0xfffff;
+		}
 		memcpy(p->src_ip, ip + 8, 16);
 		memcpy(p->dst_ip, ip + 24, 16);
 	}
-	p->udp_sport = rd16(udp);
-	p->udp_dport = ROCE_UDP_DPORT;
-	p->udp_csum = rd16(udp + 6);
+	if (!rx) {
+		p->udp_sport = rd16(udp);
+		p->udp_dport = ROCE_UDP_DPORT;
+		p->udp_csum = rd16(udp + 6);
+	}
 	p->opcode = b[0];
-	parse_bth_ext(b, p, flags);
+	parse_bth_ext(b, p, flags, rx);
 	p->l3_off = (uint16_t)off;
-	p->l4_off = (uint16_t)(off + hl);
-	p->bth_off = (uint16_t)(off + hl + ROCE_UDP_HLEN);
+	if (!rx) {
+		p->l4_off = (uint16_t)(off + hl);
+		p->bth_off = (uint16_t)(off + hl + ROCE_UDP_HLEN);
+	}
 	p->payload_off = (uint16_t)(off + hl + ROCE_UDP_HLEN + hlen);
 	p->payload_len = body - pad;
 	p->frame_len = end;
-	if (end <= contig)
+	if (!rx && end <= contig)
 		p->icrc = roce_icrc_load(frame + end - ROCE_ICRC_LEN);
 	return ROCE_OK;
 }
@@ -415,7 +432,20 @@ roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
 {
 	if (contig > len)
 		contig = len;
-	if (__builtin_expect(parse_fast(frame, contig, len, p) == ROCE_OK, 1))
+	if (__builtin_expect(parse_fast(frame, contig, len, p, false) ==
+			     ROCE_OK, 1))
+		return ROCE_OK;
+	return parse_full(frame, contig, len, p);
+}
+
+int
+roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
+	      struct roce_pkt *p)
+{
+	if (contig > len)
+		contig = len;
+	if (__builtin_expect(parse_fast(frame, contig, len, p, true) ==
+			     ROCE_OK, 1))
 		return ROCE_OK;
 	return parse_full(frame, contig, len, p);
 }

@@ -6,6 +6,9 @@
  * return the same code for every input and, when they accept, the same
  * value in every field of struct roce_pkt. The new parser's output starts
  * as 0xa5 garbage, so a field the fast path forgets to write shows up.
+ * roce_parse_rx() too: the same return code, the ROCE_RX_FIELDS equal,
+ * the other fields 0 (or all as the reference, when its fast path passed
+ * the frame to the full parser).
  *
  * Inputs:
  *   - every file of the directories given as arguments ("-o <dir>": the
@@ -58,9 +61,9 @@ first_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 static void
 compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 {
-	struct roce_pkt a, b;
+	struct roce_pkt a, b, c, e;
 	const char *d;
-	int ra, rb;
+	int ra, rb, rc;
 
 	memset(&b, 0xa5, sizeof(b));
 	ra = roce_parse_full(f, contig, len, &a);
@@ -72,6 +75,17 @@ compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 			       what, contig, len, ra, rb);
 		return;
 	}
+	/* roce_parse_rx: the same verdict; the ROCE_RX_FIELDS as the
+	 * reference has them, every other field 0 (its fast path) or as the
+	 * reference has it (the full parser took the frame). */
+	memset(&c, 0xa5, sizeof(c));
+	rc = roce_parse_rx(f, contig, len, &c);
+	if (rc != ra) {
+		if (++failures <= 30)
+			printf("FAIL %s (contig %u len %u): reference %d, rx %d\n",
+			       what, contig, len, ra, rc);
+		return;
+	}
 	if (ra != ROCE_OK)
 		return;
 	accepted++;
@@ -79,6 +93,14 @@ compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 	if (d != NULL && ++failures <= 30)
 		printf("FAIL %s (contig %u len %u): field %s differs\n", what,
 		       contig, len, d);
+	memset(&e, 0, sizeof(e));
+#define CP(x) memcpy(&e.x, &a.x, sizeof(e.x));
+	ROCE_RX_FIELDS(CP)
+#undef CP
+	if (first_diff(&c, &a) != NULL && (d = first_diff(&c, &e)) != NULL &&
+	    ++failures <= 30)
+		printf("FAIL %s (contig %u len %u): roce_parse_rx: field %s differs\n",
+		       what, contig, len, d);
 }
 
 static void

@@ -207,6 +207,10 @@ static inline void eth_gid_to_pkt(const uint8_t *g, bool *ipv6, uint8_t *ip)
 }
 void eth_arp_timer(struct droce_dev *dev, uint64_t now);
 
+/* Trace a frame by parsing it again in full (roce_parse). */
+void eth_trace_frame(const char *dir, const struct droce_dev *dev,
+		     const struct rte_mbuf *m);
+
 /* eth_req.c: requester */
 void eth_req_progress(struct droce_qp *qp, uint32_t *budget);
 void eth_req_timer(struct droce_qp *qp, uint64_t now);

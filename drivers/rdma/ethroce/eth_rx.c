@@ -4,7 +4,7 @@
  * other), parsed by lib/roce, its ICRC verified (across mbuf segments), and
  * handed to the responder (requests) or the completer (responses) of its QP.
  * Whatever fails a check is dropped and counted; nothing here trusts a byte
- * of the frame before roce_parse has bounded it.
+ * of the frame before roce_parse_rx has bounded it.
  */
 #include <string.h>
 
@@ -63,7 +63,7 @@ static bool icrc_ok(const struct rte_mbuf *m, const uint8_t *frame,
 	if (m->nb_segs == 1)
 		return roce_icrc_frame(frame, p) == roce_icrc_load(frame +
 							p->frame_len - ROCE_ICRC_LEN);
-	/* Headers are contiguous (roce_parse checked); the rest may not be. */
+	/* Headers are contiguous (roce_parse_rx checked); the rest may not be. */
 	want = roce_icrc_hdrs(frame + p->l3_off, p->payload_off - p->l3_off,
 			      p->ipv6);
 	body = p->frame_len - ROCE_ICRC_LEN - p->payload_off;
@@ -113,7 +113,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 			return;
 		}
 	}
-	ret = roce_parse(frame, m->data_len, m->pkt_len, &p);
+	/* Only the fields a receiver reads (ROCE_RX_FIELDS); the rest are 0. */
+	ret = roce_parse_rx(frame, m->data_len, m->pkt_len, &p);
 	if (ret == ROCE_ERR_NOT_ROCE) {
 		dev->st.rx_not_roce++;
 		return;
@@ -144,7 +145,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	}
 	dev->st.rx_pkts++;
 	dev->st.rx_bytes += m->pkt_len;
-	DROCE_TRACE("rx", dev->args.name, &p);
+	if (unlikely(droce_trace_on))
+		eth_trace_frame("rx", dev, m);
 	qp = droce_qp_lookup(dev, p.dest_qp);
 	if (unlikely(qp == NULL || qp->state == IBV_QPS_RESET)) {
 		dev->st.rx_no_qp++;

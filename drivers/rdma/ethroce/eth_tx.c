@@ -256,15 +256,17 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 	return m;
 }
 
-/* No struct to trace from: parse the frame (out of line, off the path). */
-static __attribute__((noinline)) void img_trace(const struct droce_dev *dev,
-						const struct rte_mbuf *m)
+/* For a path with no full struct roce_pkt to trace from: parse the frame
+ * (out of line, off the path). */
+__attribute__((noinline)) void eth_trace_frame(const char *dir,
+					       const struct droce_dev *dev,
+					       const struct rte_mbuf *m)
 {
 	struct roce_pkt p;
 
 	if (roce_parse(rte_pktmbuf_mtod(m, const uint8_t *), m->data_len,
 		       m->pkt_len, &p) == ROCE_OK)
-		DROCE_TRACE("tx", dev->args.name, &p);
+		DROCE_TRACE(dir, dev->args.name, &p);
 }
 
 uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
@@ -298,7 +300,7 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 						  img->l3_off, img->ipv6));
 	}
 	if (unlikely(droce_trace_on))
-		img_trace(qp->dev, m);
+		eth_trace_frame("tx", qp->dev, m);
 	if (unlikely(qp->img_loop))
 		loop_enqueue(qp->dev, m);
 	else
