@@ -426,26 +426,28 @@ parse_fast(const uint8_t *frame, uint32_t contig, uint32_t len,
 	return ROCE_OK;
 }
 
+/* The fast path, else the full parser (which also says why a frame is bad). */
+static inline __attribute__((always_inline)) int
+parse(const uint8_t *frame, uint32_t contig, uint32_t len, struct roce_pkt *p,
+      bool rx)
+{
+	if (contig > len)
+		contig = len;
+	if (__builtin_expect(parse_fast(frame, contig, len, p, rx) == ROCE_OK, 1))
+		return ROCE_OK;
+	return parse_full(frame, contig, len, p);
+}
+
 int
 roce_parse(const uint8_t *frame, uint32_t contig, uint32_t len,
 	   struct roce_pkt *p)
 {
-	if (contig > len)
-		contig = len;
-	if (__builtin_expect(parse_fast(frame, contig, len, p, false) ==
-			     ROCE_OK, 1))
-		return ROCE_OK;
-	return parse_full(frame, contig, len, p);
+	return parse(frame, contig, len, p, false);
 }
 
 int
 roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
 	      struct roce_pkt *p)
 {
-	if (contig > len)
-		contig = len;
-	if (__builtin_expect(parse_fast(frame, contig, len, p, true) ==
-			     ROCE_OK, 1))
-		return ROCE_OK;
-	return parse_full(frame, contig, len, p);
+	return parse(frame, contig, len, p, true);
 }
