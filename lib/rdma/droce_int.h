@@ -399,9 +399,11 @@ struct droce_qp {
 	uint32_t req_una_psn;		/* oldest unacknowledged PSN */
 	uint32_t req_rd_outstanding;	/* READs/atomics in flight */
 	uint64_t req_timer_tsc;		/* retransmit/RNR deadline; 0 = off */
+	uint64_t req_stall_mark;	/* the engine's stall_tsc when armed */
 	uint32_t req_retries;
 	uint32_t req_rnr_retries;
 	bool req_rnr_wait;
+	bool req_timer_deferred;	/* this ACK timeout was put off once for a stall */
 	bool req_seq_nak_seen;		/* a PSN sequence NAK was acted on ... */
 	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
 	bool req_gap_seen;		/* a READ response gap was re-requested ... */

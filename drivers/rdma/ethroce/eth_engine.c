@@ -323,6 +323,25 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	}
 }
 
+/*
+ * How long since the last iteration, beyond what the engine chose to sleep?
+ * Past stall_min_tsc the thread was not running (or one iteration ran that
+ * long, which to the wire looks the same): frames, ACKs among them, waited
+ * unread, and the requesters' timers must not blame the peers for it.
+ */
+static inline void account_stall(struct droce_engine *eng, uint64_t now)
+{
+	uint64_t gap = now - eng->last_iter_tsc - eng->slept_tsc;
+
+	if (unlikely(gap > eng->stall_min_tsc) && eng->last_iter_tsc) {
+		eng->stall_tsc += gap;
+		for (uint32_t i = 0; i < eng->nb_devs; i++)
+			eng->devs[i]->st.stalls++;
+	}
+	eng->last_iter_tsc = now;
+	eng->slept_tsc = 0;
+}
+
 /* Serve a pending control-path call; 1 if one was served (the engine then
  * counts as busy and keeps spinning: a QP set-up is a burst of calls). */
 static int run_exec(struct droce_engine *eng)
@@ -367,6 +386,7 @@ int eth_engine_iter(struct droce_engine *eng)
 			eng->backlog = true;
 	}
 	now = eth_now();
+	account_stall(eng, now);
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
 	n += run_exec(eng);
@@ -392,6 +412,7 @@ static int engine_main(void *arg)
 			continue;
 		}
 		/* Idle back-off: 1, 2, 4 ... idle_us microseconds. */
+		eng->slept_tsc += eng->tsc_hz / 1000000 * sleep_us;
 		rte_delay_us_sleep(sleep_us);
 		if (sleep_us < eng->idle_us)
 			sleep_us = RTE_MIN(sleep_us * 2, eng->idle_us);
@@ -502,6 +523,8 @@ static struct droce_engine *engine_new(int lcore)
 	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
 		eng->tick_shift++;
 	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
+	eng->stall_min_tsc = eng->tsc_hz / 1000000 *
+			     (lcore < 0 ? ETH_STALL_APP_US : ETH_STALL_US);
 	droce_trace_refresh();
 	rte_spinlock_init(&eng->exec_lock);
 	rte_spinlock_init(&eng->app_lock);

@@ -35,6 +35,12 @@
 #define ETH_KEEPER_US		1000
 #define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event */
 #define ETH_ARP_RETRY_MS	100
+/* An iteration later than this beyond any sleep the engine chose is a
+ * stall: its thread was not running (descheduled, a paused VM). The app
+ * engine is driven every ETH_KEEPER_US or so at best, hence its larger
+ * threshold. */
+#define ETH_STALL_US		500
+#define ETH_STALL_APP_US	(4 * ETH_KEEPER_US)
 
 struct droce_engine {
 	int lcore;			/* -1: app engine */
@@ -79,6 +85,13 @@ struct droce_engine {
 	volatile uint32_t app_waiters;	/* threads asleep on an event */
 	uint32_t idle_us;
 	bool backlog;			/* a transmit queue was backed up last iteration */
+	/* Stalls (ETH_STALL_US): the time this engine could not listen. A
+	 * local ACK timeout that mostly elapsed while it was away is not the
+	 * peer's silence (eth_req_timer). */
+	uint64_t last_iter_tsc;		/* "now" of the previous iteration */
+	uint64_t slept_tsc;		/* voluntary sleep since then */
+	uint64_t stall_min_tsc;
+	uint64_t stall_tsc;		/* total time lost to stalls */
 	/* load */
 	uint64_t loops;
 	uint64_t busy_loops;

@@ -398,14 +398,10 @@ static bool qp_resolve(struct droce_qp *qp)
 	return false;
 }
 
-void eth_req_arm_timer(struct droce_qp *qp)
+static uint64_t ack_timeout_tsc(const struct droce_qp *qp)
 {
-	uint64_t ns;
+	uint64_t ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
 
-	if (qp->timeout == 0 || qp->req_timer_tsc ||
-	    qp->transport != ROCE_TRANSPORT_RC)
-		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3); UC/UD: no ACKs */
-	ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
 	/* Back off while no ACK comes: 1x, 2x, then 4x the programmed
 	 * timeout until progress (ack_upto) resets req_retries. A peer
 	 * slower than the timeout (rxe under emulation answered a 64-packet
@@ -413,9 +409,23 @@ void eth_req_arm_timer(struct droce_qp *qp)
 	 * retries without resending whole messages at it every period;
 	 * a dead peer is still found within 27 periods for retry_cnt 7. */
 	ns <<= RTE_MIN(qp->req_retries, 2u);
-	qp->req_timer_tsc = eth_now() + (uint64_t)((double)ns *
-				(double)qp->eng->tsc_hz / 1e9);
+	return (uint64_t)((double)ns * (double)qp->eng->tsc_hz / 1e9);
+}
+
+static void start_ack_timer(struct droce_qp *qp, uint64_t now)
+{
+	qp->req_timer_tsc = now + ack_timeout_tsc(qp);
+	qp->req_stall_mark = qp->eng->stall_tsc;
 	eth_qp_timer_arm(qp->eng, qp);
+}
+
+void eth_req_arm_timer(struct droce_qp *qp)
+{
+	if (qp->timeout == 0 || qp->req_timer_tsc ||
+	    qp->transport != ROCE_TRANSPORT_RC)
+		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3); UC/UD: no ACKs */
+	qp->req_timer_deferred = false;
+	start_ack_timer(qp, eth_now());
 }
 
 static uint8_t pick_opcode(uint8_t op, bool first, bool last)
@@ -986,6 +996,20 @@ void eth_req_timer(struct droce_qp *qp, uint64_t now)
 	}
 	if (qp->req_una_psn == qp->req_psn_max)
 		return;	/* everything was acknowledged meanwhile */
+	/* If this engine was stalled for half the period or more, the peer
+	 * was not given the time the timeout promises it, and its answer may
+	 * be sitting unread in the receive queue: wait one more full period,
+	 * uncounted, instead of spending a retry (a VM that lost its vCPU
+	 * for 30 ms would otherwise fail every QP with a short timeout).
+	 * Once per arming, so a dead peer is still found, in twice the
+	 * time at worst, however often the engine stalls. */
+	if (!qp->req_timer_deferred &&
+	    (qp->eng->stall_tsc - qp->req_stall_mark) * 2 >= ack_timeout_tsc(qp)) {
+		qp->req_timer_deferred = true;
+		qp->dev->st.timeouts_stalled++;
+		start_ack_timer(qp, now);
+		return;
+	}
 	qp->st.timeouts++;
 	qp->dev->st.timeouts++;
 	if (qp->req_retries >= qp->retry_cnt) {
