@@ -46,8 +46,10 @@ static inline void droce_trace_refresh(void)
 #define DROCE_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, droce_logtype, "droce: " fmt "\n", ##__VA_ARGS__)
 
-/* mbufs an engine allocates per bulk call for the frames it builds. */
+/* mbufs an engine allocates per bulk call for the frames it builds, and
+ * how many a device keeps at hand (received ones are put back there). */
 #define DROCE_MSTASH		16
+#define DROCE_MSTASH_CAP	64
 
 /* Device limits (reported by ibv_query_device). */
 #define DROCE_MAX_QP		16384
@@ -517,10 +519,11 @@ struct droce_dev {
 	uint32_t txq_len;
 	uint32_t txq_cap;
 	uint16_t ip_id;
-	/* mbufs taken from pool in bulk, handed out one per frame built */
 	uint32_t zc_min;		/* engine: effective zero-copy threshold */
+	/* mbufs of pool at hand, one per frame built: taken from the pool in
+	 * bulk, or received frames' mbufs put back (eth_rx_release) */
 	uint32_t mstash_n;
-	struct rte_mbuf *mstash[DROCE_MSTASH];
+	struct rte_mbuf *mstash[DROCE_MSTASH_CAP];
 	struct droce_dev_stats st;
 };
 
