@@ -26,6 +26,8 @@
  *  5. A receive too small for a SEND: IBV_WC_LOC_LEN_ERR on that receive
  *     and the receiving QP in the error state (IBTA 9.8.3 class D, as
  *     Linux rxe does).
+ *  6. A WRITE with a bad lkey: IBV_WC_LOC_PROT_ERR and Send Queue Error
+ *     (IBTA 10.3.1): the WR behind it flushed, receives go on, SQE -> RTS.
  */
 #include <endian.h>
 #include <inttypes.h>
@@ -788,6 +790,54 @@ static void recv_too_small(void)
 	       "ok\n");
 }
 
+/*
+ * A WRITE with an unknown lkey (IBTA 10.3.1, SQEr): IBV_WC_LOC_PROT_ERR,
+ * the QP in SQE, the WR behind it flushed, nothing written at the peer;
+ * the QP still receives; ibv_modify_qp(SQE -> RTS) and it sends again.
+ */
+static void send_queue_error(void)
+{
+	struct pair p;
+	struct side *s, *r;
+	struct tr_layout bad, good;
+	struct ibv_wc wc;
+	struct dt_wc_exp e;
+	struct droce_dev_stats a0 = tr_stats(A), a1;
+
+	pair_create(&p, "uc-sqe", IBV_MTU_1024, false, 30, 40, DT_ACCESS_ALL,
+		    16);
+	s = &p.s[0];
+	r = &p.s[1];
+	make_layout(s, SRC_OFF, 2000, &bad);
+	bad.sge[bad.n - 1].lkey ^= 0x5a5a00u;
+	make_layout(s, SRC_OFF, 100, &good);
+	memset(r->buf + DST_OFF, CANARY, 4096);
+	post(&p, s, 0x5e0, IBV_WR_RDMA_WRITE, &bad, (uintptr_t)(r->buf + DST_OFF),
+	     r->mr->rkey, 0, false, true);
+	post(&p, s, 0x5e1, IBV_WR_RDMA_WRITE, &good,
+	     (uintptr_t)(r->buf + DST_OFF), r->mr->rkey, 0, false, true);
+	TR_WAIT(&s->scq, &wc, 1, "UC WRITE, bad lkey");
+	e = dt_exp_err(0x5e0, IBV_WC_LOC_PROT_ERR, s->qp->qp_num);
+	CHECK_WC(&wc, &e);
+	TR_WAIT(&s->scq, &wc, 1, "UC WRITE behind it");
+	e = dt_exp_err(0x5e1, IBV_WC_WR_FLUSH_ERR, s->qp->qp_num);
+	CHECK_WC(&wc, &e);
+	CHECK_EQ(dt_qp_state(s->qp), IBV_QPS_SQE);
+	CHECK_EQ(dt_qp_state(r->qp), IBV_QPS_RTS);
+	/* a multi-packet WRITE fails before its first packet: nothing sent */
+	a1 = tr_stats(A);
+	CHECK_EQ(TR_DELTA(a1, a0, tx_pkts), 0);
+	TR_ALL("UC WRITE, bad lkey", r->buf + DST_OFF, 4096, CANARY);
+	one_op(&p, 1, IBV_WR_SEND, 300, false);		/* to the QP in SQE */
+	CHECK_EQ(dt_qp_state(s->qp), IBV_QPS_SQE);
+	CHECK_OK(dt_qp_to_state(s->qp, IBV_QPS_RTS));
+	one_op(&p, 0, IBV_WR_RDMA_WRITE, 3000, false);
+	one_op(&p, 0, IBV_WR_SEND_WITH_IMM, 100, false);
+	pair_destroy(&p, true);
+	printf("  bad lkey: LOC_PROT_ERR, QP in SQE, the rest flushed, "
+	       "receives go on, SQE -> RTS sends again: ok\n");
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -811,6 +861,8 @@ int main(int argc, char **argv)
 	loss(IBV_MTU_1024, "seed=7,rx_drop=0.1", LOSS_MSGS / 2);
 	printf("5. receive too small\n");
 	recv_too_small();
+	printf("6. send queue error\n");
+	send_queue_error();
 	dt_fini(&env);
 	printf("test_uc: %u messages checked, %u failure(s)\n", n_msgs,
 	       dt_failures);

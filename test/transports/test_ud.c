@@ -23,7 +23,9 @@
  *  6. no receive posted: silently dropped (rx_no_recv), the QP lives on.
  *  7. errors at post: longer than the MTU, RDMA/atomic opcodes, no AH
  *     (EINVAL, bad_wr); ibv_create_ah without a GRH; *_ah_from_wc
- *     without IBV_WC_GRH. An AH destroyed right after the post.
+ *     without IBV_WC_GRH. An AH destroyed right after the post. A bad
+ *     lkey: LOC_PROT_ERR, Send Queue Error (the rest flushed, receives
+ *     go on), back to RTS.
  *  8. the AH's traffic class reaches the IPv4 TOS (and comes back through
  *     ibv_init_ah_from_wc).
  *
@@ -925,6 +927,77 @@ static void wr_too_long(struct ud_end *s, struct ud_end *r)
 	CHECK_OK(ibv_destroy_ah(ah));
 }
 
+/*
+ * A send WR with an unknown lkey (IBTA 10.3.1, SQEr): IBV_WC_LOC_PROT_ERR
+ * and the QP in SQE; the WR posted behind it in the same list, and one
+ * posted while in SQE, complete with IBV_WC_WR_FLUSH_ERR; no frame leaves;
+ * receives still work in SQE; ibv_modify_qp(SQE -> RTS) and datagrams go
+ * again.
+ */
+static void send_queue_error(struct ud_end *s, struct ud_end *r)
+{
+	struct ibv_ah *ah = tr_ah_to(s->d, r->d), *back = tr_ah_to(r->d, s->d);
+	struct droce_dev_stats b0 = tr_stats(s->d), b1;
+	struct ibv_sge bad = { (uintptr_t)s->buf, 64, s->mr->lkey ^ 0x5a5a00u };
+	struct ibv_sge good = { (uintptr_t)s->buf, 64, s->mr->lkey };
+	struct ibv_send_wr w[3], *badwr = NULL;
+	struct ibv_wc wc[2];
+	struct dt_wc_exp e;
+	struct rlayout L;
+	struct sent t;
+	uint8_t got[TR_GRH + 128];
+	uint64_t id = ++s->wrid, rid;
+
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 3; i++) {
+		w[i].wr_id = id + (uint64_t)i;
+		w[i].sg_list = i == 0 ? &bad : &good;
+		w[i].num_sge = 1;
+		w[i].opcode = IBV_WR_SEND;
+		w[i].send_flags = IBV_SEND_SIGNALED;
+		w[i].wr.ud.ah = ah;
+		w[i].wr.ud.remote_qpn = r->qp->qp_num;
+		w[i].wr.ud.remote_qkey = QKEY;
+	}
+	w[0].next = &w[1];
+	s->wrid += 2;
+	CHECK_OK(ibv_post_send(s->qp, &w[0], &badwr));
+	TR_WAIT(&s->scq, wc, 2, "bad lkey, then a good WR");
+	e = dt_exp_err(id, IBV_WC_LOC_PROT_ERR, s->qp->qp_num);
+	CHECK_WC(&wc[0], &e);
+	e = dt_exp_err(id + 1, IBV_WC_WR_FLUSH_ERR, s->qp->qp_num);
+	CHECK_WC(&wc[1], &e);
+	CHECK_EQ(dt_qp_state(s->qp), IBV_QPS_SQE);
+	/* posted while in SQE: flushed */
+	CHECK_OK(ibv_post_send(s->qp, &w[2], &badwr));
+	TR_WAIT(&s->scq, wc, 1, "posted in SQE");
+	e = dt_exp_err(id + 2, IBV_WC_WR_FLUSH_ERR, s->qp->qp_num);
+	CHECK_WC(&wc[0], &e);
+	b1 = tr_stats(s->d);
+	CHECK_EQ(TR_DELTA(b1, b0, tx_pkts), 0);
+	TR_QUIET(&r->rcq, 20, "sends of a QP in SQE");
+	/* the receive side of a QP in SQE works */
+	rid = ++s->wrid;
+	post_ud_recv(s, 0, 100, rid, &L);
+	t = post_dgram(r, back, s->qp->qp_num, QKEY, 100, false, PM_POST,
+		       SEND_OFF + 4096);
+	TR_WAIT(&r->scq, wc, 1, "to a QP in SQE");
+	check_send_wc(r, &wc[0], &t);
+	TR_WAIT(&s->rcq, wc, 1, "to a QP in SQE");
+	check_recv_wc(s, r, &wc[0], rid, &t);
+	collect(s, &L, got, TR_GRH + 100, "to a QP in SQE");
+	TR_CMP("to a QP in SQE", got + TR_GRH, r->buf + t.soff, 100);
+	CHECK_EQ(dt_qp_state(s->qp), IBV_QPS_SQE);
+	/* ibv_modify_qp(3): SQE -> RTS, then sending works again */
+	CHECK_OK(dt_qp_to_state(s->qp, IBV_QPS_RTS));
+	CHECK_EQ(dt_qp_state(s->qp), IBV_QPS_RTS);
+	xfer(s, r, ah, 64, false, PM_POST, 0);
+	CHECK_OK(ibv_destroy_ah(ah));
+	CHECK_OK(ibv_destroy_ah(back));
+	printf("  bad lkey: LOC_PROT_ERR, QP in SQE, the rest flushed, "
+	       "receives go on, SQE -> RTS sends again: ok\n");
+}
+
 /* An AH may be destroyed as soon as the post returned. */
 static void ah_destroyed_after_post(struct ud_end *s, struct ud_end *r)
 {
@@ -1192,6 +1265,7 @@ int main(int argc, char **argv)
 	post_errors(&a0, &b0);
 	ah_destroyed_after_post(&a0, &b0);
 	ah_destroyed_after_post(&l1, &l2);
+	send_queue_error(&a0, &b0);
 	states(&a0);
 	printf("8. traffic class\n");
 	soft_failures = dt_failures;

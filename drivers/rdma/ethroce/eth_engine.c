@@ -209,6 +209,8 @@ static int drain_doorbells(struct droce_engine *eng)
 		__atomic_store_n(&qp->db_pending, 0, __ATOMIC_SEQ_CST);
 		if (qp->state == IBV_QPS_ERR)
 			eth_qp_flush(qp);
+		else if (qp->state == IBV_QPS_SQE)
+			eth_qp_flush_sq(qp);
 		else
 			eth_qp_activate(eng, qp);
 	}
@@ -672,7 +674,6 @@ static void eth_qp_state_changed(struct droce_qp *qp, enum ibv_qp_state old)
 {
 	struct droce_engine *eng = qp->eng;
 
-	(void)old;
 	switch (qp->state) {
 	case IBV_QPS_RESET:
 		unlink_qp(eng, qp);
@@ -682,6 +683,10 @@ static void eth_qp_state_changed(struct droce_qp *qp, enum ibv_qp_state old)
 		eth_qp_flush(qp);
 		break;
 	case IBV_QPS_RTS:
+		/* Sends posted while in SQE are flushed, not sent (their
+		 * doorbells may not have been drained yet). */
+		if (old == IBV_QPS_SQE)
+			eth_qp_flush_sq(qp);
 		eth_qp_activate(eng, qp);
 		break;
 	default:

@@ -243,6 +243,27 @@ static inline void eth_qp_mark_error(struct droce_qp *qp)
 	__atomic_store_n(&qp->ex.qp_base.state, IBV_QPS_ERR, __ATOMIC_RELEASE);
 }
 void eth_qp_error(struct droce_qp *qp);
+/*
+ * A send WR failed locally (a bad lkey, too long, a failed bind). RC
+ * loses the connection: ERR. UD and UC have none to lose: the QP enters
+ * Send Queue Error (IBTA 10.3.1, SQEr), the failed WR completes with its
+ * error and every send WR after it, posted before or while in SQE, with a
+ * flush error; receives go on; ibv_modify_qp(SQE -> RTS) resumes sending.
+ * As with ERR, the state is stored before the error CQE is written.
+ */
+static inline void eth_qp_mark_send_error(struct droce_qp *qp, uint8_t status)
+{
+	/* A UC peer that no longer answers ARP is a lost path, not a bad WR. */
+	enum ibv_qp_state s = qp->transport == ROCE_TRANSPORT_RC ||
+			      status == IBV_WC_RETRY_EXC_ERR ?
+			      IBV_QPS_ERR : IBV_QPS_SQE;
+
+	__atomic_store_n(&qp->state, s, __ATOMIC_RELEASE);
+	__atomic_store_n(&qp->ex.qp_base.state, s, __ATOMIC_RELEASE);
+}
+/* After the error CQE: flush what follows (ERR: both queues; SQE: sends). */
+void eth_qp_send_error(struct droce_qp *qp);
+void eth_qp_flush_sq(struct droce_qp *qp);
 void eth_qp_reset(struct droce_qp *qp);
 
 /* eth_resp.c: responder */

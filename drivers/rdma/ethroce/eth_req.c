@@ -348,10 +348,10 @@ static void fail_current(struct droce_qp *qp, uint32_t idx, uint8_t status)
 		qp->flags |= DROCE_QPF_REQ_STALL;
 		return;
 	}
-	eth_qp_mark_error(qp);
+	eth_qp_mark_send_error(qp, status);
 	eth_complete_send(qp, idx, status);
 	qp->req_acked = idx + 1;
-	eth_qp_error(qp);
+	eth_qp_send_error(qp);
 }
 
 /* ---------------------------------------------------- the requester */
@@ -835,12 +835,12 @@ static void run_local(struct droce_qp *qp, const struct wqe_view *v,
 	if (qp->req_acked != idx)
 		return;		/* ack_upto completes it in its turn */
 	if (status != IBV_WC_SUCCESS)
-		eth_qp_mark_error(qp);
+		eth_qp_mark_send_error(qp, status);
 	eth_complete_send(qp, idx, status);
 	qp->req_acked = idx + 1;
 	__atomic_store_n(&qp->sq_ci, qp->req_acked, __ATOMIC_RELEASE);
 	if (status != IBV_WC_SUCCESS)
-		eth_qp_error(qp);
+		eth_qp_send_error(qp);
 }
 
 void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
@@ -1065,7 +1065,7 @@ static void flush_rq(struct droce_qp *qp)
 	__atomic_store_n(&wq->ci, ci, __ATOMIC_RELEASE);
 }
 
-void eth_qp_flush(struct droce_qp *qp)
+void eth_qp_flush_sq(struct droce_qp *qp)
 {
 	uint32_t pi = __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE);
 	uint32_t i = qp->req_acked;
@@ -1089,6 +1089,11 @@ void eth_qp_flush(struct droce_qp *qp)
 	qp->req_rnr_wait = false;
 	qp->req_rd_outstanding = 0;
 	__atomic_store_n(&qp->sq_ci, i, __ATOMIC_RELEASE);
+}
+
+void eth_qp_flush(struct droce_qp *qp)
+{
+	eth_qp_flush_sq(qp);
 	qp->rd_head = qp->rd_tail = qp->rd_replays = 0;
 	flush_rq(qp);
 }
@@ -1099,6 +1104,14 @@ void eth_qp_error(struct droce_qp *qp)
 {
 	eth_qp_mark_error(qp);
 	eth_qp_flush(qp);
+}
+
+void eth_qp_send_error(struct droce_qp *qp)
+{
+	if (qp->state == IBV_QPS_SQE)
+		eth_qp_flush_sq(qp);
+	else
+		eth_qp_error(qp);
 }
 
 void eth_qp_reset(struct droce_qp *qp)
