@@ -933,16 +933,23 @@ void dt_connect(struct dt_dev *da, struct ibv_qp *qa, uint32_t psn_a,
 		struct dt_dev *db, struct ibv_qp *qb, uint32_t psn_b,
 		const struct dt_conn_cfg *c)
 {
-	struct dt_conn_cfg ca = *c, cb = *c;
+	dt_connect2(da, qa, psn_a, c, db, qb, psn_b, c);
+}
+
+void dt_connect2(struct dt_dev *da, struct ibv_qp *qa, uint32_t psn_a,
+		 const struct dt_conn_cfg *cfg_a, struct dt_dev *db,
+		 struct ibv_qp *qb, uint32_t psn_b, const struct dt_conn_cfg *cfg_b)
+{
+	struct dt_conn_cfg ca = *cfg_a, cb = *cfg_b;
 
 	/* Responder resources / initiator depth within device limits. */
-	ca.max_rd_atomic = min_u8(c->max_rd_atomic,
+	ca.max_rd_atomic = min_u8(cfg_a->max_rd_atomic,
 				  da->attr.max_qp_init_rd_atom);
-	ca.max_dest_rd_atomic = min_u8(c->max_dest_rd_atomic,
+	ca.max_dest_rd_atomic = min_u8(cfg_a->max_dest_rd_atomic,
 				       da->attr.max_qp_rd_atom);
-	cb.max_rd_atomic = min_u8(c->max_rd_atomic,
+	cb.max_rd_atomic = min_u8(cfg_b->max_rd_atomic,
 				  db->attr.max_qp_init_rd_atom);
-	cb.max_dest_rd_atomic = min_u8(c->max_dest_rd_atomic,
+	cb.max_dest_rd_atomic = min_u8(cfg_b->max_dest_rd_atomic,
 				       db->attr.max_qp_rd_atom);
 
 	if (dt_qp_state(qa) == IBV_QPS_RESET)
@@ -953,6 +960,68 @@ void dt_connect(struct dt_dev *da, struct ibv_qp *qa, uint32_t psn_a,
 	CHECK_OK(dt_qp_to_rtr(qb, &cb, &da->gid[1], qa->qp_num, psn_a));
 	CHECK_OK(dt_qp_to_rts(qa, &ca, psn_a));
 	CHECK_OK(dt_qp_to_rts(qb, &cb, psn_b));
+}
+
+void dt_rc_pair_open(struct dt_rc_pair *p, struct dt_dev *da,
+		     struct dt_dev *db, int cqe, const struct dt_qp_cfg *qc,
+		     const struct dt_conn_cfg *ca, const struct dt_conn_cfg *cb,
+		     uint32_t psn_a, uint32_t psn_b)
+{
+	struct dt_qp_cfg q;
+
+	memset(p, 0, sizeof(*p));
+	if (qc == NULL) {
+		dt_qp_cfg_default(&q);
+		qc = &q;
+	}
+	dt_cq_create(da, cqe, false, &p->sa);
+	dt_cq_create(da, cqe, false, &p->ra);
+	dt_cq_create(db, cqe, false, &p->sb);
+	dt_cq_create(db, cqe, false, &p->rb);
+	p->qa = dt_qp_create(da, p->sa.cq, p->ra.cq, qc, &p->capa);
+	CHECK_PTR(p->qa);
+	p->qb = dt_qp_create(db, p->sb.cq, p->rb.cq, qc, &p->capb);
+	CHECK_PTR(p->qb);
+	if (ca != NULL)
+		dt_connect2(da, p->qa, psn_a, ca, db, p->qb, psn_b,
+			    cb != NULL ? cb : ca);
+}
+
+void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+		 void *laddr, uint32_t len, uint32_t lkey, void *raddr,
+		 uint32_t rkey, unsigned int send_flags)
+{
+	struct ibv_sge sge = { (uintptr_t)laddr, len, lkey };
+	struct ibv_send_wr wr, *bad = NULL;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = send_flags;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = (uintptr_t)raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.wr.atomic.swap = 1;
+	} else {
+		wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	CHECK_OK(ibv_post_send(qp, &wr, &bad));
+}
+
+void dt_rc_pair_close(struct dt_rc_pair *p)
+{
+	if (p->qa != NULL)
+		EXPECT_OK(ibv_destroy_qp(p->qa));
+	if (p->qb != NULL)
+		EXPECT_OK(ibv_destroy_qp(p->qb));
+	dt_cq_destroy(&p->sa);
+	dt_cq_destroy(&p->ra);
+	dt_cq_destroy(&p->sb);
+	dt_cq_destroy(&p->rb);
 }
 
 /* ------------------------------------------------------------------ */

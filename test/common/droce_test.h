@@ -341,6 +341,37 @@ int dt_qp_state(struct ibv_qp *qp);
 void dt_connect(struct dt_dev *da, struct ibv_qp *qa, uint32_t psn_a,
 		struct dt_dev *db, struct ibv_qp *qb, uint32_t psn_b,
 		const struct dt_conn_cfg *c);
+/* The same with a configuration per side (ca for qa, cb for qb). */
+void dt_connect2(struct dt_dev *da, struct ibv_qp *qa, uint32_t psn_a,
+		 const struct dt_conn_cfg *ca, struct dt_dev *db,
+		 struct ibv_qp *qb, uint32_t psn_b, const struct dt_conn_cfg *cb);
+
+/* An RC QP on device A and one on device B, each with its own send and
+ * receive CQ. */
+struct dt_rc_pair {
+	struct dt_cq sa, ra, sb, rb;	/* qa's send, receive; qb's send, receive */
+	struct ibv_qp *qa, *qb;
+	struct ibv_qp_cap capa, capb;
+};
+
+/*
+ * Four classic CQs of cqe entries, then qa on da and qb on db with qc
+ * (NULL: dt_qp_cfg_default). Unless ca is NULL, connected (dt_connect2:
+ * qa's SQ PSN psn_a, qb's psn_b; cb NULL: ca for both). Fatal on failure.
+ */
+void dt_rc_pair_open(struct dt_rc_pair *p, struct dt_dev *da,
+		     struct dt_dev *db, int cqe, const struct dt_qp_cfg *qc,
+		     const struct dt_conn_cfg *ca, const struct dt_conn_cfg *cb,
+		     uint32_t psn_a, uint32_t psn_b);
+/* Post one WR with one SGE {laddr, len, lkey}: a SEND, an RDMA op on
+ * raddr/rkey, or an atomic there (FETCH_AND_ADD adds 1; CMP_AND_SWP
+ * compares with 0 and swaps in 1). Fatal if ibv_post_send fails. */
+void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
+		 void *laddr, uint32_t len, uint32_t lkey, void *raddr,
+		 uint32_t rkey, unsigned int send_flags);
+/* Destroy the QPs (a NULL one is skipped: the test destroyed it), then
+ * the CQs; a failure is counted, not fatal. */
+void dt_rc_pair_close(struct dt_rc_pair *p);
 
 /* ------------------------------------------------------------------ */
 /* Misc                                                                 */

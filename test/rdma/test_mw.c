@@ -24,37 +24,12 @@ static struct dt_dev *A, *B;
 static uint8_t *abuf, *bbuf;
 static struct ibv_mr *amr, *bmr, *bmr_nobind;
 
-struct pair {
-	struct dt_cq sa, ra, sb, rb;
-	struct ibv_qp *qa, *qb;
-};
-
-static void pair_open(struct pair *p)
+static void pair_open(struct dt_rc_pair *p)
 {
-	struct dt_qp_cfg qc;
 	struct dt_conn_cfg cc;
 
-	dt_qp_cfg_default(&qc);
 	dt_conn_cfg_default(&cc);
-	dt_cq_create(A, 64, false, &p->sa);
-	dt_cq_create(A, 64, false, &p->ra);
-	dt_cq_create(B, 64, false, &p->sb);
-	dt_cq_create(B, 64, false, &p->rb);
-	p->qa = dt_qp_create(A, p->sa.cq, p->ra.cq, &qc, NULL);
-	p->qb = dt_qp_create(B, p->sb.cq, p->rb.cq, &qc, NULL);
-	CHECK_PTR(p->qa);
-	CHECK_PTR(p->qb);
-	dt_connect(A, p->qa, 0x100, B, p->qb, 0x200, &cc);
-}
-
-static void pair_close(struct pair *p)
-{
-	CHECK_OK(ibv_destroy_qp(p->qa));
-	CHECK_OK(ibv_destroy_qp(p->qb));
-	dt_cq_destroy(&p->sa);
-	dt_cq_destroy(&p->ra);
-	dt_cq_destroy(&p->sb);
-	dt_cq_destroy(&p->rb);
+	dt_rc_pair_open(p, A, B, 64, NULL, &cc, NULL, 0x100, 0x200);
 }
 
 /* One signalled WR on qp; returns its completion status. */
@@ -72,7 +47,7 @@ static enum ibv_wc_status one(struct ibv_qp *qp, struct dt_cq *cq,
 	return wc.status;
 }
 
-static enum ibv_wc_status rdma(struct pair *p, enum ibv_wr_opcode op,
+static enum ibv_wc_status rdma(struct dt_rc_pair *p, enum ibv_wr_opcode op,
 			       uint64_t raddr, uint32_t rkey, uint32_t len)
 {
 	struct ibv_sge s = { (uintptr_t)abuf, len, amr->lkey };
@@ -83,7 +58,7 @@ static enum ibv_wc_status rdma(struct pair *p, enum ibv_wr_opcode op,
 	return one(p->qa, &p->sa, &wr, NULL);
 }
 
-static enum ibv_wc_status bind2(struct pair *p, struct ibv_mw *mw,
+static enum ibv_wc_status bind2(struct dt_rc_pair *p, struct ibv_mw *mw,
 				uint32_t *rkey, struct ibv_mr *mr,
 				uint64_t addr, uint64_t len, unsigned int acc)
 {
@@ -108,7 +83,7 @@ static enum ibv_wc_status bind2(struct pair *p, struct ibv_mw *mw,
 
 static void type2(void)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct ibv_mw *mw = ibv_alloc_mw(B->pd, IBV_MW_TYPE_2);
 	uint32_t old, rkey = 0;
 	uint64_t win = (uintptr_t)bbuf + 4096;
@@ -128,11 +103,11 @@ static void type2(void)
 	/* a bound type 2 window cannot be bound again */
 	CHECK_EQ(bind2(&p, mw, &rkey, bmr, win, 64, IBV_ACCESS_REMOTE_WRITE),
 		 IBV_WC_MW_BIND_ERR);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 
 	pair_open(&p);	/* a window answers only the QP it is bound to */
 	CHECK_EQ(rdma(&p, IBV_WR_RDMA_WRITE, win, rkey, 64), IBV_WC_REM_ACCESS_ERR);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dealloc_mw(mw));
 
 	/* Bound, then: outside its range, without the right, old rkey. */
@@ -146,7 +121,7 @@ static void type2(void)
 		CHECK_EQ(rdma(&p, c == 1 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
 			      c == 0 ? win + 4000 : win, c == 2 ? old : rkey, 200),
 			 IBV_WC_REM_ACCESS_ERR);
-		pair_close(&p);
+		dt_rc_pair_close(&p);
 		CHECK_OK(ibv_dealloc_mw(mw));
 	}
 	printf("type 2: bind, range, rights, QP binding, stale rkey: ok\n");
@@ -154,7 +129,7 @@ static void type2(void)
 
 static void invalidate(bool remote)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct ibv_mw *mw = ibv_alloc_mw(B->pd, IBV_MW_TYPE_2);
 	uint32_t rkey = 0;
 	uint64_t win = (uintptr_t)bbuf + 8192;
@@ -192,7 +167,7 @@ static void invalidate(bool remote)
 		CHECK_EQ(wc.opcode, IBV_WC_LOCAL_INV);
 	}
 	CHECK_EQ(rdma(&p, IBV_WR_RDMA_READ, win, rkey, 64), IBV_WC_REM_ACCESS_ERR);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dealloc_mw(mw));
 	printf("%s invalidation: rkey refused afterwards: ok\n",
 	       remote ? "remote (SEND_WITH_INV)" : "local (LOCAL_INV)");
@@ -200,7 +175,7 @@ static void invalidate(bool remote)
 
 static void type1(void)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct ibv_mw *mw = ibv_alloc_mw(B->pd, IBV_MW_TYPE_1);
 	struct ibv_mw_bind b = { .wr_id = 5, .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_wc wc;
@@ -228,7 +203,7 @@ static void type1(void)
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	CHECK_EQ(rdma(&p, IBV_WR_RDMA_WRITE, win, mw->rkey, 64),
 		 IBV_WC_REM_ACCESS_ERR);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 	/* the verbs.h wrapper's own checks */
 	b.bind_info.addr = 1;
 	CHECK_EQ(ibv_bind_mw(p.qb, mw, &b), EINVAL);
@@ -238,7 +213,7 @@ static void type1(void)
 
 static void no_bind_right(void)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct ibv_mw *mw = ibv_alloc_mw(B->pd, IBV_MW_TYPE_2);
 	uint32_t rkey;
 
@@ -247,7 +222,7 @@ static void no_bind_right(void)
 	CHECK_EQ(bind2(&p, mw, &rkey, bmr_nobind, (uintptr_t)bbuf, 64,
 		       IBV_ACCESS_REMOTE_READ), IBV_WC_MW_BIND_ERR);
 	CHECK_EQ(dt_qp_state(p.qb), IBV_QPS_ERR);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dealloc_mw(mw));
 	printf("region without MW_BIND: IBV_WC_MW_BIND_ERR: ok\n");
 }

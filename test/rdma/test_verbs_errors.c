@@ -65,12 +65,6 @@ static struct ibv_sge sge_of(const void *addr, uint32_t len, uint32_t lkey)
 /* ------------------------------------------------------------------ */
 /* Connections                                                          */
 
-struct conn {
-	struct dt_cq sa, ra, sb, rb;
-	struct ibv_qp *qa, *qb;
-	struct ibv_qp_cap capa, capb;
-};
-
 static void qcfg_default(struct dt_qp_cfg *q)
 {
 	dt_qp_cfg_default(q);
@@ -82,13 +76,12 @@ static void qcfg_default(struct dt_qp_cfg *q)
 	q->send_ops_flags = DT_SEND_OPS_ALL;
 }
 
-static void conn_open(struct conn *c, const struct dt_qp_cfg *qc,
+static void conn_open(struct dt_rc_pair *c, const struct dt_qp_cfg *qc,
 		      const struct dt_conn_cfg *cc, bool connect)
 {
 	struct dt_qp_cfg q;
 	struct dt_conn_cfg k;
 
-	memset(c, 0, sizeof(*c));
 	if (qc == NULL) {
 		qcfg_default(&q);
 		qc = &q;
@@ -97,29 +90,9 @@ static void conn_open(struct conn *c, const struct dt_qp_cfg *qc,
 		dt_conn_cfg_default(&k);
 		cc = &k;
 	}
-	dt_cq_create(A, 1024, false, &c->sa);
-	dt_cq_create(A, 1024, false, &c->ra);
-	dt_cq_create(B, 1024, false, &c->sb);
-	dt_cq_create(B, 1024, false, &c->rb);
-	c->qa = dt_qp_create(A, c->sa.cq, c->ra.cq, qc, &c->capa);
-	CHECK_PTR(c->qa);
-	c->qb = dt_qp_create(B, c->sb.cq, c->rb.cq, qc, &c->capb);
-	CHECK_PTR(c->qb);
-	if (connect)
-		dt_connect(A, c->qa, (uint32_t)dt_rand_range(0, 0xffffff),
-			   B, c->qb, (uint32_t)dt_rand_range(0, 0xffffff), cc);
-}
-
-static void conn_close(struct conn *c)
-{
-	if (c->qa != NULL)
-		EXPECT_OK(ibv_destroy_qp(c->qa));
-	if (c->qb != NULL)
-		EXPECT_OK(ibv_destroy_qp(c->qb));
-	dt_cq_destroy(&c->sa);
-	dt_cq_destroy(&c->ra);
-	dt_cq_destroy(&c->sb);
-	dt_cq_destroy(&c->rb);
+	dt_rc_pair_open(c, A, B, 1024, qc, connect ? cc : NULL, NULL,
+			(uint32_t)dt_rand_range(0, 0xffffff),
+			(uint32_t)dt_rand_range(0, 0xffffff));
 }
 
 static int post_send1(struct ibv_qp *qp, uint64_t wr_id,
@@ -672,7 +645,7 @@ static void t_modify_qp(void)
 				       IBV_QP_RNR_RETRY, IBV_QP_SQ_PSN,
 				       IBV_QP_MAX_QP_RD_ATOMIC };
 	struct dt_conn_cfg cc;
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_qp_attr a, q;
 	struct ibv_qp_init_attr qi;
 	struct ibv_qp *qp;
@@ -844,7 +817,7 @@ static void t_modify_qp(void)
 		EXPECT_ONE(&c.rb, &e, "recv after RESET and reconnect");
 		EXPECT(bufB[0] == 0x3c && bufB[99] == 0x3c);
 	}
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
@@ -854,7 +827,7 @@ static void t_modify_qp(void)
 static void t_post_states(void)
 {
 	struct dt_conn_cfg cc;
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_sge s = sge_of(bufA, 64, mrA->lkey);
 	struct ibv_sge r = sge_of(bufA + 4096, 64, mrA->lkey);
 	struct ibv_send_wr wr, *bad;
@@ -921,13 +894,13 @@ static void t_post_states(void)
 		EXPECT(bufA[4096] == 0x42 && bufA[4096 + 39] == 0x42 &&
 		       bufA[4096 + 40] == 0);
 	}
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
 static void t_post_immediate_errors(void)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_sge sg[64], s = sge_of(bufA, 64, mrA->lkey);
 	struct ibv_send_wr wr[3], *bad;
 	struct ibv_recv_wr rwr, *rbad;
@@ -1086,7 +1059,7 @@ static void t_post_immediate_errors(void)
 		EXPECT_ONE(&c.rb, &e, "send after immediate errors");
 	}
 	free(big);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
@@ -1095,7 +1068,7 @@ static void t_post_immediate_errors(void)
 static void t_queue_full(void)
 {
 	struct dt_conn_cfg cc;
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_sge s = sge_of(bufA, 32, mrA->lkey);
 	struct ibv_sge r = sge_of(bufB, 32, mrB->lkey);
 	struct ibv_send_wr *bad;
@@ -1191,7 +1164,7 @@ static void t_queue_full(void)
 		EXPECT_ONE(&c.rb, &e, "recv posted in ERR");
 	}
 	free(wc);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
@@ -1206,7 +1179,7 @@ static void t_queue_full(void)
 static void req_error_case(const char *what, struct ibv_send_wr *wr,
 			   enum ibv_wc_status st, int nrecv)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_send_wr *bad = NULL;
 	struct dt_wc_exp e;
 	int i, r;
@@ -1231,7 +1204,7 @@ static void req_error_case(const char *what, struct ibv_send_wr *wr,
 		if (EXPECT_ONE(&c.sa, &e, what))
 			expect_qp_err_and_flush(c.qa, &c.sa, what);
 	}
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 }
 
 static void t_local_errors(void)
@@ -1410,7 +1383,7 @@ static void resp_error_case(const char *what, struct ibv_sge *rs, int nrs,
 			    uint32_t send_len, enum ibv_wc_status recv_st,
 			    int send_st /* -1: any error but flush */)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_sge s = sge_of(bufA, send_len, mrA->lkey);
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_wc wc;
@@ -1443,7 +1416,7 @@ static void resp_error_case(const char *what, struct ibv_sge *rs, int nrs,
 	 * k:rxe_resp.c do_class_ac_error -> goto_error) */
 	EXPECT_EQ(dt_qp_state(c.qa), IBV_QPS_ERR);
 	EXPECT_EQ(dt_qp_state(c.qb), IBV_QPS_ERR);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 }
 
 static void t_responder_errors(void)
@@ -1481,7 +1454,7 @@ static void t_responder_errors(void)
 static void t_retry_errors(void)
 {
 	struct dt_conn_cfg cc;
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_sge s = sge_of(bufA, 64, mrA->lkey);
 	struct ibv_send_wr *bad = NULL;
 	struct dt_wc_exp e;
@@ -1499,7 +1472,7 @@ static void t_retry_errors(void)
 	e = dt_exp_err(0x401, IBV_WC_RNR_RETRY_EXC_ERR, c.qa->qp_num);
 	if (EXPECT_ONE(&c.sa, &e, "SEND without a receive, rnr_retry 0"))
 		expect_qp_err_and_flush(c.qa, &c.sa, "after RNR_RETRY_EXC_ERR");
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	/* the same with a 3-packet SEND */
 	conn_open(&c, NULL, &cc, true);
 	s = sge_of(bufA, 3000, mrA->lkey);
@@ -1507,7 +1480,7 @@ static void t_retry_errors(void)
 			     0, 0, &bad));
 	e = dt_exp_err(0x403, IBV_WC_RNR_RETRY_EXC_ERR, c.qa->qp_num);
 	EXPECT_ONE(&c.sa, &e, "3000-byte SEND without a receive, rnr_retry 0");
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	s = sge_of(bufA, 64, mrA->lkey);
 
 	/* the peer QP is gone: no ACK ever comes; after retry_cnt
@@ -1526,7 +1499,7 @@ static void t_retry_errors(void)
 	if (EXPECT_ONE(&c.sa, &e, "SEND to a destroyed QP"))
 		printf("  retry exceeded after %.0f ms\n",
 		       (dt_now() - t0) * 1e3);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
@@ -1536,7 +1509,7 @@ static void t_retry_errors(void)
  * multi-packet SENDs and RDMA WRITE with immediate, alone and pipelined. */
 static void rnr_recover_case(enum ibv_wr_opcode op, uint32_t len, int nmsg)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_wc wc;
 	struct dt_wc_exp e;
@@ -1603,7 +1576,7 @@ static void rnr_recover_case(enum ibv_wr_opcode op, uint32_t len, int nmsg)
 				      bufB + (size_t)len * (size_t)i, len) == 0);
 		}
 	}
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 }
 
 static void t_rnr_recover(void)
@@ -1625,7 +1598,7 @@ static void t_rnr_recover(void)
 #define NFL 256
 static void t_flush_inflight(void)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct dt_qp_cfg q;
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_wc wc[NFL];
@@ -1667,7 +1640,7 @@ static void t_flush_inflight(void)
 	}
 	printf("  %d completed, %d flushed\n", ok, flushed);
 	EXPECT_EQ(dt_cq_drain_unexpected(&c.sa, "flush in flight"), 0);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	t_end();
 }
 
@@ -1701,7 +1674,7 @@ static void t_hostile_args(void)
 	struct ibv_sge s;
 	struct ibv_mr *mr;
 	struct dt_wc_exp e;
-	struct conn c;
+	struct dt_rc_pair c;
 	int r;
 
 	t_begin("hostile arguments: wrapping ranges, zero sizes, NULLs");
@@ -1772,7 +1745,7 @@ static void t_hostile_args(void)
 	EXPECT_ONE(&c.rb, &e, "receive into a wrapping SGE");
 	e = dt_exp_err(0x504, IBV_WC_REM_OP_ERR, c.qa->qp_num);
 	EXPECT_ONE(&c.sa, &e, "SEND into a wrapping receive SGE");
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 
 	/* negative num_sge: an invalid WR, EINVAL with bad_wr (as
 	 * num_sge > max_sge, rxe.c validate_send_wr) */
@@ -1809,7 +1782,7 @@ static void t_hostile_args(void)
 	e = dt_exp_recv(0x507, IBV_WR_SEND, 0, c.qb->qp_num, c.qa->qp_num, 0);
 	EXPECT_ONE(&c.rb, &e, "zero-length receive without an SGE list");
 	EXPECT_EQ(ibv_poll_cq(c.sa.cq, 0, NULL), 0);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 
 	/* a list longer than the send queue: the WRs that fit are posted,
 	 * bad_wr is the first that did not (ENOMEM, as t_queue_full) */
@@ -1846,7 +1819,7 @@ static void t_hostile_args(void)
 		EXPECT_EQ(dt_cq_drain_unexpected(&c.sa, "past the queue"), 0);
 		free(chain);
 		free(wc);
-		conn_close(&c);
+		dt_rc_pair_close(&c);
 	}
 
 	/* zero-depth queues: a QP with every cap 0 is legal; posting past

@@ -24,74 +24,26 @@
 static struct dt_env env;
 static struct dt_dev *A, *B;
 
-struct conn {
-	struct dt_cq sa, ra, sb, rb;
-	struct ibv_qp *qa, *qb;
-};
-
-static void conn_open(struct conn *c, uint8_t rd_a, uint8_t dest_rd_b)
+static void conn_open(struct dt_rc_pair *c, uint8_t rd_a, uint8_t dest_rd_b)
 {
 	struct dt_qp_cfg qc;
 	struct dt_conn_cfg ca, cb;
 
 	dt_qp_cfg_default(&qc);
 	qc.max_send_wr = 256;
-	dt_cq_create(A, 512, false, &c->sa);
-	dt_cq_create(A, 64, false, &c->ra);
-	dt_cq_create(B, 64, false, &c->sb);
-	dt_cq_create(B, 512, false, &c->rb);
-	c->qa = dt_qp_create(A, c->sa.cq, c->ra.cq, &qc, NULL);
-	c->qb = dt_qp_create(B, c->sb.cq, c->rb.cq, &qc, NULL);
-	CHECK_PTR(c->qa);
-	CHECK_PTR(c->qb);
 	dt_conn_cfg_default(&ca);
 	ca.access = DT_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC;
 	ca.timeout = 10;
 	cb = ca;
 	ca.max_rd_atomic = rd_a;
 	cb.max_dest_rd_atomic = dest_rd_b;
-	/* dt_connect takes one config: do the two sides by hand. */
-	CHECK_OK(dt_qp_to_init(c->qa, &ca));
-	CHECK_OK(dt_qp_to_init(c->qb, &cb));
-	CHECK_OK(dt_qp_to_rtr(c->qa, &ca, &B->gid[1], c->qb->qp_num, 0x500));
-	CHECK_OK(dt_qp_to_rtr(c->qb, &cb, &A->gid[1], c->qa->qp_num, 0x400));
-	CHECK_OK(dt_qp_to_rts(c->qa, &ca, 0x400));
-	CHECK_OK(dt_qp_to_rts(c->qb, &cb, 0x500));
-}
-
-static void conn_close(struct conn *c)
-{
-	CHECK_OK(ibv_destroy_qp(c->qa));
-	CHECK_OK(ibv_destroy_qp(c->qb));
-	dt_cq_destroy(&c->sa);
-	dt_cq_destroy(&c->ra);
-	dt_cq_destroy(&c->sb);
-	dt_cq_destroy(&c->rb);
-}
-
-static void post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
-		 void *laddr, uint32_t len, uint32_t lkey, void *raddr,
-		 uint32_t rkey, unsigned int flags)
-{
-	struct ibv_sge sge = { (uintptr_t)laddr, len, lkey };
-	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = op, .send_flags = flags }, *bad;
-
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = (uintptr_t)raddr;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = 1;
-	} else {
-		wr.wr.rdma.remote_addr = (uintptr_t)raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	CHECK_OK(ibv_post_send(qp, &wr, &bad));
+	dt_rc_pair_open(c, A, B, 512, &qc, &ca, &cb, 0x400, 0x500);
 }
 
 static void fence(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 		  struct ibv_mr *bmr)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_wc wc[2];
 	struct ibv_sge rs = { (uintptr_t)(bbuf + 8192), 4096, bmr->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 7, .sg_list = &rs, .num_sge = 1 }, *rbad;
@@ -103,10 +55,10 @@ static void fence(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 		CHECK_OK(ibv_post_recv(c.qb, &rwr, &rbad));
 		/* READ B's bytes into L, then SEND L, fenced: B must get the
 		 * bytes it had, never the zeros L held before the READ. */
-		post(c.qa, IBV_WR_RDMA_READ, 1, abuf, 4096, amr->lkey, bbuf,
-		     bmr->rkey, IBV_SEND_SIGNALED);
-		post(c.qa, IBV_WR_SEND, 2, abuf, 4096, amr->lkey, NULL, 0,
-		     IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+		dt_post_one(c.qa, IBV_WR_RDMA_READ, 1, abuf, 4096, amr->lkey, bbuf,
+			    bmr->rkey, IBV_SEND_SIGNALED);
+		dt_post_one(c.qa, IBV_WR_SEND, 2, abuf, 4096, amr->lkey, NULL, 0,
+			    IBV_SEND_SIGNALED | IBV_SEND_FENCE);
 		CHECK_EQ(dt_wait_wc(&c.sa, wc, 2, DT_WAIT_S, "READ + fenced SEND"), 2);
 		CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc[1].status, IBV_WC_SUCCESS);
@@ -116,14 +68,14 @@ static void fence(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 			DT_FAIL_(1, "round %d: the fenced SEND carried data from before the READ",
 				 round);
 	}
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	printf("fence: 20 READ + fenced SEND rounds carried the READ's data\n");
 }
 
 static void one_at_a_time(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 			  struct ibv_mr *bmr)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_wc wc[64];
 	struct droce_dev_stats b0, b1;
 	enum { N = 64 };
@@ -132,10 +84,10 @@ static void one_at_a_time(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	conn_open(&c, 1, 1);
 	memset(bbuf, 0, 8);
 	for (int i = 0; i < N; i++)
-		post(c.qa, i & 1 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ,
-		     (uint64_t)i, abuf + 64 + 64 * (i % 32), i & 1 ? 8 : 64,
-		     amr->lkey, i & 1 ? bbuf : bbuf + 64, bmr->rkey,
-		     IBV_SEND_SIGNALED);
+		dt_post_one(c.qa, i & 1 ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_RDMA_READ,
+			    (uint64_t)i, abuf + 64 + 64 * (i % 32), i & 1 ? 8 : 64,
+			    amr->lkey, i & 1 ? bbuf : bbuf + 64, bmr->rkey,
+			    IBV_SEND_SIGNALED);
 	CHECK_EQ(dt_wait_wc(&c.sa, wc, N, DT_WAIT_S, "64 READ/FAA, max 1"), N);
 	for (int i = 0; i < N; i++) {
 		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
@@ -145,14 +97,14 @@ static void one_at_a_time(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	CHECK_OK(droce_dev_stats_get(B->ctx, &b1));
 	/* Never more than one outstanding: the responder never refused. */
 	CHECK_EQ(b1.tx_nak_inv_req, b0.tx_nak_inv_req);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	printf("max_rd_atomic 1: %d READs and atomics completed in order, no NAK\n", N);
 }
 
 static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 			       uint8_t *bbuf, struct ibv_mr *bmr)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_wc wc[16];
 	int n, bad = 0, flushed = 0, ok = 0;
 
@@ -199,13 +151,13 @@ static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 	CHECK_EQ(wc[1].status, IBV_WC_REM_INV_REQ_ERR);
 	CHECK_EQ(ok + bad + flushed, 16);
 	CHECK_EQ(dt_qp_state(c.qa), IBV_QPS_ERR);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 }
 
 static void scribbled_wqe(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 			  struct ibv_mr *bmr)
 {
-	struct conn c;
+	struct dt_rc_pair c;
 	struct ibv_wc wc[2];
 	struct droce_qp *qp;
 	struct mlx5_wqe_ctrl_seg *ctrl;
@@ -215,8 +167,8 @@ static void scribbled_wqe(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	/* A good WRITE; then the application writes garbage into its next
 	 * ring slot itself and posts a good WRITE behind it, whose doorbell
 	 * hands both to the engine. */
-	post(c.qa, IBV_WR_RDMA_WRITE, 1, abuf, 64, amr->lkey, bbuf, bmr->rkey,
-	     IBV_SEND_SIGNALED);
+	dt_post_one(c.qa, IBV_WR_RDMA_WRITE, 1, abuf, 64, amr->lkey, bbuf, bmr->rkey,
+		    IBV_SEND_SIGNALED);
 	CHECK_EQ(dt_wait_wc(&c.sa, wc, 1, DT_WAIT_S, "good WRITE"), 1);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
 	ctrl = (struct mlx5_wqe_ctrl_seg *)droce_sq_slot(qp, qp->sq_pi_app);
@@ -226,15 +178,15 @@ static void scribbled_wqe(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	ctrl->fm_ce_se = DROCE_WQE_SIGNALED;
 	qp->sq_wrid[qp->sq_pi_app & (qp->sq_cnt - 1)] = 0xbad;
 	qp->sq_pi_app++;
-	post(c.qa, IBV_WR_RDMA_WRITE, 3, abuf, 64, amr->lkey, bbuf, bmr->rkey,
-	     IBV_SEND_SIGNALED);
+	dt_post_one(c.qa, IBV_WR_RDMA_WRITE, 3, abuf, 64, amr->lkey, bbuf, bmr->rkey,
+		    IBV_SEND_SIGNALED);
 	CHECK_EQ(dt_wait_wc(&c.sa, wc, 2, DT_WAIT_S, "scribbled WQE"), 2);
 	CHECK_EQ(wc[0].wr_id, 0xbad);
 	CHECK_EQ(wc[0].status, IBV_WC_LOC_QP_OP_ERR);
 	CHECK_EQ(wc[1].wr_id, 3);
 	CHECK_EQ(wc[1].status, IBV_WC_WR_FLUSH_ERR);
 	CHECK_EQ(dt_qp_state(c.qa), IBV_QPS_ERR);
-	conn_close(&c);
+	dt_rc_pair_close(&c);
 	printf("scribbled WQE: IBV_WC_LOC_QP_OP_ERR, QP in error\n");
 }
 

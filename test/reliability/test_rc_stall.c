@@ -102,56 +102,17 @@ static void stopper_kill(void)
 
 /* ---------------------------------------------------------------- pair */
 
-struct pair {
-	struct dt_cq sa, ra, sb, rb;
-	struct ibv_qp *qa, *qb;
-};
-
-static void pair_open(struct pair *p, uint8_t retry_cnt)
+static void pair_open(struct dt_rc_pair *p, uint8_t retry_cnt)
 {
 	struct dt_qp_cfg qc;
 	struct dt_conn_cfg cc;
 
 	dt_qp_cfg_default(&qc);
 	qc.max_send_wr = 2 * DEPTH;
-	dt_cq_create(A, 4 * DEPTH, false, &p->sa);
-	dt_cq_create(A, 16, false, &p->ra);
-	dt_cq_create(B, 16, false, &p->sb);
-	dt_cq_create(B, 16, false, &p->rb);
-	p->qa = dt_qp_create(A, p->sa.cq, p->ra.cq, &qc, NULL);
-	p->qb = dt_qp_create(B, p->sb.cq, p->rb.cq, &qc, NULL);
-	CHECK_PTR(p->qa);
-	CHECK_PTR(p->qb);
 	dt_conn_cfg_default(&cc);
 	cc.timeout = 10;		/* 4.2 ms, well below STOP_MS */
 	cc.retry_cnt = retry_cnt;
-	dt_connect(A, p->qa, 0x100, B, p->qb, 0x200, &cc);
-}
-
-static void pair_close(struct pair *p)
-{
-	if (p->qa)
-		CHECK_OK(ibv_destroy_qp(p->qa));
-	if (p->qb)
-		CHECK_OK(ibv_destroy_qp(p->qb));
-	dt_cq_destroy(&p->sa);
-	dt_cq_destroy(&p->ra);
-	dt_cq_destroy(&p->sb);
-	dt_cq_destroy(&p->rb);
-}
-
-static void post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
-		      void *laddr, uint32_t len, uint32_t lkey, void *raddr,
-		      uint32_t rkey)
-{
-	struct ibv_sge sge = { (uintptr_t)laddr, len, lkey };
-	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1,
-				  .opcode = op, .send_flags = IBV_SEND_SIGNALED },
-		*bad;
-
-	wr.wr.rdma.remote_addr = (uintptr_t)raddr;
-	wr.wr.rdma.rkey = rkey;
-	CHECK_OK(ibv_post_send(qp, &wr, &bad));
+	dt_rc_pair_open(p, A, B, 4 * DEPTH, &qc, &cc, NULL, 0x100, 0x200);
 }
 
 /*
@@ -162,7 +123,7 @@ static void post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t id,
 static void stream(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 		   struct ibv_mr *bmr)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct droce_dev_stats a0, a1;
 	uint32_t lens[NSLOT];
 	uint64_t posted = 0, done = 0;
@@ -184,9 +145,9 @@ static void stream(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 			lens[s] = (uint32_t)dt_rand_range(1, SLOT_SZ);
 			dt_fill_random(wr ? abuf + s * SLOT_SZ : bbuf + s * SLOT_SZ,
 				       lens[s]);
-			post_rdma(p.qa, wr ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
-				  posted, abuf + s * SLOT_SZ, lens[s], amr->lkey,
-				  bbuf + s * SLOT_SZ, bmr->rkey);
+			dt_post_one(p.qa, wr ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+				    posted, abuf + s * SLOT_SZ, lens[s], amr->lkey,
+				    bbuf + s * SLOT_SZ, bmr->rkey, IBV_SEND_SIGNALED);
 			posted++;
 		}
 		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "stream completion"), 1);
@@ -215,13 +176,13 @@ static void stream(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	CHECK_CMP(a1.timeouts_stalled - a0.timeouts_stalled, >=, 1);
 	CHECK_EQ(a1.retry_exc - a0.retry_exc, 0);
 	CHECK_CMP(done, >=, 100);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 }
 
 static void dead_peer(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 		      struct ibv_mr *bmr)
 {
-	struct pair p;
+	struct dt_rc_pair p;
 	struct ibv_wc wc;
 	struct dt_wc_exp e;
 	struct droce_dev_stats a0, a1;
@@ -231,8 +192,8 @@ static void dead_peer(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	p.qb = NULL;
 	CHECK_OK(droce_dev_stats_get(A->ctx, &a0));
 	stopper_start();
-	post_rdma(p.qa, IBV_WR_RDMA_WRITE, 42, abuf, 64, amr->lkey, bbuf,
-		  bmr->rkey);
+	dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 42, abuf, 64, amr->lkey, bbuf,
+		    bmr->rkey, IBV_SEND_SIGNALED);
 	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE to a dead peer"), 1);
 	stopper_stop();
 	CHECK_OK(droce_dev_stats_get(A->ctx, &a1));
@@ -243,7 +204,7 @@ static void dead_peer(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	CHECK_EQ(dt_qp_state(p.qa), IBV_QPS_ERR);
 	printf("dead peer: RETRY_EXC_ERR after 3 counted timeouts, %" PRIu64
 	       " put off for stalls\n", a1.timeouts_stalled - a0.timeouts_stalled);
-	pair_close(&p);
+	dt_rc_pair_close(&p);
 }
 
 int main(void)
