@@ -46,66 +46,49 @@ static uint16_t watch(uint16_t port, uint16_t queue, struct rte_mbuf **pkts,
 static void rc(struct dt_env *env)
 {
 	struct dt_dev *A = &env->dev[0], *B = &env->dev[1];
-	struct dt_cq sa, ra, sb, rb;
-	struct dt_qp_cfg qc;
+	struct dt_rc_pair p;
 	struct dt_conn_cfg cc;
-	struct ibv_qp *qa, *qb;
 	struct ibv_qp_attr at;
 	uint8_t *buf = dt_alloc(16384);
 	struct ibv_mr *ma = dt_reg_mr(A->pd, buf, 8192, DT_ACCESS_ALL);
 	struct ibv_mr *mb = dt_reg_mr(B->pd, buf + 8192, 8192, DT_ACCESS_ALL);
-	struct ibv_sge sge = { (uintptr_t)buf, 5000, ma->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_wc wc;
+	struct dt_wc_exp e;
 
 	CHECK_PTR(ma);
 	CHECK_PTR(mb);
-	dt_qp_cfg_default(&qc);
 	dt_conn_cfg_default(&cc);
 	cc.sgid_index = 0;
-	dt_cq_create(A, 16, false, &sa);
-	dt_cq_create(A, 16, false, &ra);
-	dt_cq_create(B, 16, false, &sb);
-	dt_cq_create(B, 16, false, &rb);
-	qa = dt_qp_create(A, sa.cq, ra.cq, &qc, NULL);
-	qb = dt_qp_create(B, sb.cq, rb.cq, &qc, NULL);
-	CHECK_PTR(qa);
-	CHECK_PTR(qb);
-	CHECK_OK(dt_qp_to_init(qa, &cc));
-	CHECK_OK(dt_qp_to_init(qb, &cc));
+	dt_rc_pair_open(&p, A, B, 16, NULL, NULL, NULL, 0, 0);
+	CHECK_OK(dt_qp_to_init(p.qa, &cc));
+	CHECK_OK(dt_qp_to_init(p.qb, &cc));
 	/* A non-link-local destination is out of GID 0's reach. */
-	dt_attr_rtr(&at, &cc, &B->gid[0], qb->qp_num, 7);
+	dt_attr_rtr(&at, &cc, &B->gid[0], p.qb->qp_num, 7);
 	at.ah_attr.grh.dgid.raw[0] = 0x20;
-	CHECK_EQ(ibv_modify_qp(qa, &at, DT_MASK_RTR), EINVAL);
-	dt_attr_rtr(&at, &cc, &B->gid[0], qb->qp_num, 7);
+	CHECK_EQ(ibv_modify_qp(p.qa, &at, DT_MASK_RTR), EINVAL);
+	dt_attr_rtr(&at, &cc, &B->gid[0], p.qb->qp_num, 7);
 	at.ah_attr.grh.flow_label = FLOW;
-	CHECK_OK(ibv_modify_qp(qa, &at, DT_MASK_RTR));
-	CHECK_OK(dt_qp_to_rtr(qb, &cc, &A->gid[0], qa->qp_num, 9));
-	CHECK_OK(dt_qp_to_rts(qa, &cc, 9));
-	CHECK_OK(dt_qp_to_rts(qb, &cc, 7));
+	CHECK_OK(ibv_modify_qp(p.qa, &at, DT_MASK_RTR));
+	CHECK_OK(dt_qp_to_rtr(p.qb, &cc, &A->gid[0], p.qa->qp_num, 9));
+	CHECK_OK(dt_qp_to_rts(p.qa, &cc, 9));
+	CHECK_OK(dt_qp_to_rts(p.qb, &cc, 7));
 	dt_fill_random(buf, 8192);
-	wr.wr.rdma.remote_addr = (uintptr_t)buf + 8192;
-	wr.wr.rdma.rkey = mb->rkey;
-	CHECK_OK(ibv_post_send(qa, &wr, &bad));
-	CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE over IPv6"), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 1, buf, 5000, ma->lkey, buf + 8192,
+		    mb->rkey, IBV_SEND_SIGNALED);
+	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE over IPv6"), 1);
+	e = dt_exp_send(1, IBV_WR_RDMA_WRITE, 5000, p.qa->qp_num);
+	CHECK_WC(&wc, &e);
 	CHECK(memcmp(buf, buf + 8192, 5000) == 0);
-	wr.opcode = IBV_WR_RDMA_READ;
 	memset(buf, 0, 5000);
-	CHECK_OK(ibv_post_send(qa, &wr, &bad));
-	CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "READ over IPv6"), 1);
-	CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	dt_post_one(p.qa, IBV_WR_RDMA_READ, 2, buf, 5000, ma->lkey, buf + 8192,
+		    mb->rkey, IBV_SEND_SIGNALED);
+	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "READ over IPv6"), 1);
+	e = dt_exp_send(2, IBV_WR_RDMA_READ, 5000, p.qa->qp_num);
+	CHECK_WC(&wc, &e);
 	CHECK(memcmp(buf, buf + 8192, 5000) == 0);
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_destroy_qp(qb));
+	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dereg_mr(ma));
 	CHECK_OK(ibv_dereg_mr(mb));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	dt_cq_destroy(&sb);
-	dt_cq_destroy(&rb);
 	free(buf);
 }
 

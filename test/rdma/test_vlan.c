@@ -35,57 +35,40 @@ static uint16_t count_tags(uint16_t port, uint16_t queue, struct rte_mbuf **pkts
 
 static void rc_write_read(struct dt_dev *a, struct dt_dev *b, bool expect_ok)
 {
-	struct dt_cq sa, ra, sb, rb;
-	struct dt_qp_cfg qc;
+	struct dt_rc_pair p;
 	struct dt_conn_cfg cc;
-	struct ibv_qp *qa, *qb;
 	uint8_t *buf = dt_alloc(8192);
 	struct ibv_mr *ma = dt_reg_mr(a->pd, buf, 4096, DT_ACCESS_ALL);
 	struct ibv_mr *mb = dt_reg_mr(b->pd, buf + 4096, 4096, DT_ACCESS_ALL);
-	struct ibv_sge sge = { (uintptr_t)buf, 3000, ma->lkey };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
-				  .opcode = IBV_WR_RDMA_WRITE,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad;
 	struct ibv_wc wc;
+	struct dt_wc_exp e;
 
 	CHECK_PTR(ma);
 	CHECK_PTR(mb);
-	dt_qp_cfg_default(&qc);
 	dt_conn_cfg_default(&cc);
-	dt_cq_create(a, 16, false, &sa);
-	dt_cq_create(a, 16, false, &ra);
-	dt_cq_create(b, 16, false, &sb);
-	dt_cq_create(b, 16, false, &rb);
-	qa = dt_qp_create(a, sa.cq, ra.cq, &qc, NULL);
-	qb = dt_qp_create(b, sb.cq, rb.cq, &qc, NULL);
-	CHECK_PTR(qa);
-	CHECK_PTR(qb);
-	dt_connect(a, qa, 1, b, qb, 2, &cc);
+	dt_rc_pair_open(&p, a, b, 16, NULL, &cc, NULL, 1, 2);
 	dt_fill_random(buf, 4096);
-	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
-	wr.wr.rdma.rkey = mb->rkey;
-	CHECK_OK(ibv_post_send(qa, &wr, &bad));
-	CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+	dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 1, buf, 3000, ma->lkey, buf + 4096,
+		    mb->rkey, IBV_SEND_SIGNALED);
+	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
 	if (expect_ok) {
-		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		e = dt_exp_send(1, IBV_WR_RDMA_WRITE, 3000, p.qa->qp_num);
+		CHECK_WC(&wc, &e);
 		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
-		wr.opcode = IBV_WR_RDMA_READ;
 		memset(buf, 0, 3000);
-		CHECK_OK(ibv_post_send(qa, &wr, &bad));
-		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "READ"), 1);
-		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		dt_post_one(p.qa, IBV_WR_RDMA_READ, 2, buf, 3000, ma->lkey,
+			    buf + 4096, mb->rkey, IBV_SEND_SIGNALED);
+		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "READ"), 1);
+		e = dt_exp_send(2, IBV_WR_RDMA_READ, 3000, p.qa->qp_num);
+		CHECK_WC(&wc, &e);
 		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
 	} else {
-		CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR);
+		e = dt_exp_err(1, IBV_WC_RETRY_EXC_ERR, p.qa->qp_num);
+		CHECK_WC(&wc, &e);
 	}
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_destroy_qp(qb));
+	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dereg_mr(ma));
 	CHECK_OK(ibv_dereg_mr(mb));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	dt_cq_destroy(&sb);
-	dt_cq_destroy(&rb);
 	free(buf);
 }
 
