@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	char extra_buf[1024];
 	char *ports[MAX_PORTS];
 	int eal_argc = 0, nb_ports = 0, dd = -1, first_opt, ret, failed = 0;
-	const char *cmdfile = NULL, *extra = getenv("DROCE_EAL_EXTRA_ARGS");
+	const char *cmdfile = NULL;
 	bool interactive = false, batch = false, echo = true;
 	int status = 0;
 
@@ -314,26 +314,19 @@ int main(int argc, char **argv)
 			eal_argv[eal_argc++] = argv[i];
 		first_opt = dd > 0 ? dd + 1 : argc;
 	} else {
-		eal_argv[eal_argc++] = (char *)"-l";
-		eal_argv[eal_argc++] = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
-				       (char *)"0-1" : (char *)"0";
-		/* DPDK 22.11 refuses --in-memory with --no-huge (which implies
-		 * legacy memory); then --no-shconf leaves no files behind. */
-		eal_argv[eal_argc++] = extra && strstr(extra, "--no-huge") ?
-				       (char *)"--no-shconf" : (char *)"--in-memory";
-		eal_argv[eal_argc++] = (char *)"--no-pci";
-		eal_argv[eal_argc++] = (char *)"--log-level=*:warning";
 		first_opt = dd > 0 ? dd + 1 : 1;
 	}
-	if (extra && *extra) {
-		char *save = NULL;
-
-		snprintf(extra_buf, sizeof(extra_buf), "%s", extra);
-		for (char *t = strtok_r(extra_buf, " \t", &save);
-		     t && eal_argc < MAX_EAL_ARGS; t = strtok_r(NULL, " \t", &save))
-			eal_argv[eal_argc++] = t;
+	/* The default (DROCE_EAL_ARGS is not the console's) and the words of
+	 * $DROCE_EAL_EXTRA_ARGS, --in-memory dropped for --no-huge. */
+	eal_argc = droce_eal_argv(eal_argv, eal_argc, MAX_EAL_ARGS + 1,
+				  sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+				  "-l 0-1 --in-memory --no-pci --log-level=*:warning" :
+				  "-l 0 --in-memory --no-pci --log-level=*:warning",
+				  extra_buf, sizeof(extra_buf));
+	if (eal_argc < 0) {
+		fprintf(stderr, "droce-console: too many EAL arguments\n");
+		return 2;
 	}
-	eal_argv[eal_argc] = NULL;
 
 	/* Our options first: a usage error should not start the EAL. */
 	for (int i = first_opt; i < argc; i++) {

@@ -206,10 +206,10 @@ int main(int argc, char **argv)
 	enum ibv_mtu mtu_e = IBV_MTU_1024;
 	char *eal_argv[64];
 	int eal_argc = 0, ret, opt, failures = 0, nd;
-	const char *extra = getenv("DROCE_EAL_EXTRA_ARGS");
-	char extra_buf[512];
+	char extra_buf[1024];
 
-	/* EAL arguments: the caller's, or the embedded default. */
+	/* EAL arguments: the caller's, or the embedded default; then
+	 * $DROCE_EAL_EXTRA_ARGS (droce_eal_argv). */
 	eal_argv[eal_argc++] = argv[0];
 	{
 		int i, dd = -1;
@@ -222,31 +222,15 @@ int main(int argc, char **argv)
 		if (dd > 1 || (dd < 0 && argc > 1)) {
 			int end = dd > 0 ? dd : argc;
 
-			for (i = 1; i < end && eal_argc < 60; i++)
+			for (i = 1; i < end && eal_argc < 32; i++)
 				eal_argv[eal_argc++] = argv[i];
-		} else {
-			eal_argv[eal_argc++] = (char *)"-l";
-			eal_argv[eal_argc++] = (char *)"0-1";
-			eal_argv[eal_argc++] = (char *)"--in-memory";
-			eal_argv[eal_argc++] = (char *)"--no-pci";
-			eal_argv[eal_argc++] = (char *)"--log-level=*:warning";
-			eal_argv[eal_argc++] = (char *)"--log-level=droce:info";
 		}
-		if (extra && *extra) {
-			char *save = NULL;
-
-			snprintf(extra_buf, sizeof(extra_buf), "%s", extra);
-			for (char *t = strtok_r(extra_buf, " ", &save);
-			     t && eal_argc < 62; t = strtok_r(NULL, " ", &save))
-				eal_argv[eal_argc++] = t;
-		}
-		eal_argv[eal_argc] = NULL;
-		/* 22.11 refuses --in-memory with --no-huge: --no-shconf. */
-		for (i = 1; i < eal_argc; i++)
-			if (strcmp(eal_argv[i], "--no-huge") == 0)
-				for (int j = 1; j < eal_argc; j++)
-					if (strcmp(eal_argv[j], "--in-memory") == 0)
-						eal_argv[j] = (char *)"--no-shconf";
+		eal_argc = droce_eal_argv(eal_argv, eal_argc, 64,
+					  "-l 0-1 --in-memory --no-pci "
+					  "--log-level=*:warning --log-level=droce:info",
+					  extra_buf, sizeof(extra_buf));
+		if (eal_argc < 0)
+			die("droce_eal_argv", -eal_argc);
 		argc = dd > 0 ? argc - dd : 1;
 		argv = dd > 0 ? argv + dd : argv;
 	}

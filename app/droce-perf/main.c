@@ -602,31 +602,20 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 
 static int eal_init_loopback(const char *argv0)
 {
-	static char buf[2048], extra[512];
-	char *av[64], *save = NULL;
+	static char buf[4096];
+	static char *av[64];
 	const char *env = getenv("DROCE_EAL_ARGS");
-	const char *ex = getenv("DROCE_EAL_EXTRA_ARGS");
-	int ac = 0;
+	int ac;
 
-	av[ac++] = (char *)argv0;
-	if (env == NULL || *env == '\0')
-		env = sysconf(_SC_NPROCESSORS_ONLN) > 1 && opt.engine != ENG_APP ?
-		      "-l 0-1 --in-memory --no-pci --log-level=*:warning" :
-		      "-l 0 --in-memory --no-pci --log-level=*:warning";
-	snprintf(buf, sizeof(buf), "%s", env);
-	for (char *t = strtok_r(buf, " \t", &save); t && ac < 60;
-	     t = strtok_r(NULL, " \t", &save))
-		av[ac++] = t;
-	if (ex && *ex) {
-		save = NULL;
-		snprintf(extra, sizeof(extra), "%s", ex);
-		for (char *t = strtok_r(extra, " \t", &save); t && ac < 62;
-		     t = strtok_r(NULL, " \t", &save))
-			av[ac++] = t;
-	}
-	av[ac] = NULL;
-	if (rte_eal_init(ac, av) < 0) {
-		fprintf(stderr, " EAL init failed: %s\n", rte_strerror(rte_errno));
+	av[0] = (char *)(uintptr_t)argv0;
+	/* The app engine needs no second lcore. */
+	ac = droce_eal_argv(av, 1, 64, (env == NULL || *env == '\0') &&
+			    opt.engine == ENG_APP ?
+			    "-l 0 --in-memory --no-pci --log-level=*:warning" : NULL,
+			    buf, sizeof(buf));
+	if (ac < 0 || rte_eal_init(ac, av) < 0) {
+		fprintf(stderr, " EAL init failed: %s\n",
+			ac < 0 ? strerror(-ac) : rte_strerror(rte_errno));
 		return -1;
 	}
 	return 0;

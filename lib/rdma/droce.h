@@ -85,6 +85,22 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b);
 int droce_env_init(void);
 
 /*
+ * Complete an EAL argument vector the way droce's own programs do, for an
+ * application that starts the EAL itself. argv[0..argc) stays (the program
+ * name, then the caller's arguments, if any). When argc is 1 the words of
+ * `defaults` follow (NULL: $DROCE_EAL_ARGS if set, else droce's default
+ * "-l 0-1 --in-memory --no-pci --log-level=*:warning", "-l 0" on one CPU);
+ * then, always, the words of $DROCE_EAL_EXTRA_ARGS (devtools/setup.sh puts
+ * "--no-huge -m N" there on a machine without hugepages). With --no-huge
+ * anywhere, --in-memory becomes --no-shconf (DPDK 22.11 refuses the two
+ * together; either way nothing is left on disk). Added words are copied
+ * into buf (len bytes); argv holds max pointers, the closing NULL included.
+ * Needs no EAL. Returns the new argc, -EINVAL, or -ENOSPC.
+ */
+int droce_eal_argv(char **argv, int argc, int max, const char *defaults,
+		   char *buf, size_t len);
+
+/*
  * Drive the engine of an "app" mode device once (rx, timers, tx). Returns the
  * number of packets processed. Harmless for devices with an engine lcore.
  */

@@ -20,48 +20,79 @@ static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_done;
 static int env_ret;
 
-/* Split s (modified) at whitespace into argv after argv[0..*argc). */
-static void split_args(char *s, char **argv, int *argc)
+/* Append the words of s to argv[*argc..), copying them into buf at *used. */
+static int add_words(const char *s, char **argv, int *argc, int max,
+		     char *buf, size_t len, size_t *used)
 {
-	char *save = NULL;
+	while (*s) {
+		size_t n;
 
-	for (char *t = strtok_r(s, " \t\n", &save); t && *argc < ENV_MAX_ARGS - 1;
-	     t = strtok_r(NULL, " \t\n", &save))
-		argv[(*argc)++] = t;
+		s += strspn(s, " \t\n");
+		n = strcspn(s, " \t\n");
+		if (n == 0)
+			break;
+		if (*argc >= max - 1 || *used + n + 1 > len)
+			return -ENOSPC;
+		memcpy(buf + *used, s, n);
+		buf[*used + n] = '\0';
+		argv[(*argc)++] = buf + *used;
+		*used += n + 1;
+		s += n;
+	}
+	return 0;
+}
+
+int droce_eal_argv(char **argv, int argc, int max, const char *defaults,
+		   char *buf, size_t len)
+{
+	const char *ex = getenv("DROCE_EAL_EXTRA_ARGS");
+	size_t used = 0;
+	bool no_huge = false;
+
+	if (argv == NULL || argc < 1 || max <= argc || buf == NULL)
+		return -EINVAL;
+	if (argc == 1) {
+		if (defaults == NULL)
+			defaults = getenv("DROCE_EAL_ARGS");
+		if (defaults == NULL || *defaults == '\0')
+			defaults = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
+				   "-l 0-1 --in-memory --no-pci --log-level=*:warning" :
+				   "-l 0 --in-memory --no-pci --log-level=*:warning";
+		if (add_words(defaults, argv, &argc, max, buf, len, &used))
+			return -ENOSPC;
+	}
+	/* The set-up scripts say here whether hugepages are missing. */
+	if (ex != NULL && add_words(ex, argv, &argc, max, buf, len, &used))
+		return -ENOSPC;
+	argv[argc] = NULL;
+	/* DPDK 22.11 refuses --in-memory with --no-huge (legacy memory);
+	 * --no-shconf keeps the same promise of leaving nothing behind. */
+	for (int i = 1; i < argc; i++)
+		no_huge |= strcmp(argv[i], "--no-huge") == 0;
+	for (int i = 1; no_huge && i < argc; i++)
+		if (strcmp(argv[i], "--in-memory") == 0)
+			argv[i] = (char *)(uintptr_t)"--no-shconf";
+	return argc;
 }
 
 static int eal_from_env(void)
 {
-	static char buf[4096], extra[512];
+	static char buf[4608];
 	static char *argv[ENV_MAX_ARGS];
-	const char *env = getenv("DROCE_EAL_ARGS");
-	const char *ex = getenv("DROCE_EAL_EXTRA_ARGS");
-	int argc = 0, ret;
+	int argc, ret;
 
-	argv[argc++] = (char *)"droce";
-	if (env == NULL || *env == '\0')
-		env = sysconf(_SC_NPROCESSORS_ONLN) > 1 ?
-		      "-l 0-1 --in-memory --no-pci --log-level=*:warning" :
-		      "-l 0 --in-memory --no-pci --log-level=*:warning";
-	snprintf(buf, sizeof(buf), "%s", env);
-	split_args(buf, argv, &argc);
-	/* The set-up scripts say here whether hugepages are missing. */
-	if (ex && *ex) {
-		snprintf(extra, sizeof(extra), "%s", ex);
-		split_args(extra, argv, &argc);
+	argv[0] = (char *)(uintptr_t)"droce";
+	argc = droce_eal_argv(argv, 1, ENV_MAX_ARGS, NULL, buf, sizeof(buf));
+	if (argc < 0) {
+		DROCE_LOG(ERR, "DROCE_EAL_ARGS/DROCE_EAL_EXTRA_ARGS: too many words");
+		return argc;
 	}
-	argv[argc] = NULL;
-	/* DPDK 22.11 refuses --in-memory with --no-huge; --no-shconf keeps
-	 * the same promise of leaving nothing behind. */
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--no-huge") == 0)
-			for (int j = 1; j < argc; j++)
-				if (strcmp(argv[j], "--in-memory") == 0)
-					argv[j] = (char *)"--no-shconf";
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0 && rte_errno != EALREADY) {
+		const char *env = getenv("DROCE_EAL_ARGS");
+
 		DROCE_LOG(ERR, "EAL init from DROCE_EAL_ARGS=\"%s\" failed: %s",
-			  env, rte_strerror(rte_errno));
+			  env ? env : "", rte_strerror(rte_errno));
 		return -rte_errno;
 	}
 	return 0;

@@ -284,7 +284,8 @@ void dt_eal_init(const char *prog)
 	const char *nh = getenv("DROCE_NO_HUGE");
 	const char *extra = getenv("DROCE_EAL_EXTRA_ARGS");
 	bool no_huge = nh != NULL && strcmp(nh, "1") == 0;
-	char *argv[32];
+	static char words[512];
+	char *argv[40];
 	char prefix[64];
 	int argc = 0, ret;
 
@@ -308,36 +309,25 @@ void dt_eal_init(const char *prog)
 	 * test is about telemetry (it removes the socket itself) */
 	if (getenv("DT_TELEMETRY") == NULL)
 		argv[argc++] = (char *)(uintptr_t)"--no-telemetry";
-	if (extra != NULL && *extra != '\0') {
-		/* devtools/run-tests.sh exports the EAL arguments it chose
-		 * (e.g. "--no-huge -m 1024"); they replace the built-in
-		 * DROCE_NO_HUGE handling */
-		static char copy[256];
-		char *save = NULL, *tok;
-
-		snprintf(copy, sizeof(copy), "%s", extra);
-		for (tok = strtok_r(copy, " \t", &save);
-		     tok != NULL && argc < 28;
-		     tok = strtok_r(NULL, " \t", &save))
-			argv[argc++] = tok;
-		no_huge = strstr(extra, "--no-huge") != NULL;
-	} else if (no_huge) {
+	/* devtools/run-tests.sh exports the EAL arguments it chose in
+	 * DROCE_EAL_EXTRA_ARGS (e.g. "--no-huge -m 1024"); they replace the
+	 * built-in DROCE_NO_HUGE handling. */
+	if (no_huge && (extra == NULL || *extra == '\0')) {
 		argv[argc++] = (char *)(uintptr_t)"--no-huge";
 		argv[argc++] = (char *)(uintptr_t)"-m";
 		argv[argc++] = (char *)(uintptr_t)"1024";
 	}
-	/*
-	 * --in-memory: no hugepage files are left behind. DPDK 22.11 refuses
-	 * it together with --no-huge ("--legacy-mem is not compatible with
-	 * --in-memory": --no-huge implies legacy memory); there nothing is
-	 * backed by hugetlbfs anyway and --no-shconf keeps the runtime
-	 * directory free of the shared config.
-	 */
-	if (!no_huge)
-		argv[argc++] = (char *)(uintptr_t)"--in-memory";
-	else if (extra == NULL || strstr(extra, "--no-shconf") == NULL)
-		argv[argc++] = (char *)(uintptr_t)"--no-shconf";
-	argv[argc] = NULL;
+	/* --in-memory: no hugepage files are left behind (droce_eal_argv
+	 * turns it into --no-shconf under --no-huge, which DPDK 22.11 refuses
+	 * it with: nothing is backed by hugetlbfs then, and no shared config
+	 * is left in the runtime directory). */
+	argv[argc++] = (char *)(uintptr_t)"--in-memory";
+	argc = droce_eal_argv(argv, argc, (int)(sizeof(argv) / sizeof(argv[0])),
+			      NULL, words, sizeof(words));
+	if (argc < 0)
+		DT_FAIL_(1, "droce_eal_argv: %s", dt_errstr(-argc));
+	for (int k = 1; k < argc; k++)
+		no_huge |= strcmp(argv[k], "--no-huge") == 0;
 	{
 		int k;
 
