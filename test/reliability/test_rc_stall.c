@@ -3,9 +3,10 @@
  * RC through engine stalls: a helper process stops this whole process
  * (SIGSTOP) for STOP_MS at a time, STOP_EVERY_MS apart, as a host that
  * takes a VM's vCPUs away does. The two nodes (a net_ring pair, one
- * engine) keep a stream of WRITEs and READs in flight with a 4 ms local
+ * engine) keep a stream of WRITEs and READs in flight with an 8 ms local
  * ACK timeout and retry_cnt 0, so one counted timeout would fail a work
- * request with IBV_WC_RETRY_EXC_ERR.
+ * request with IBV_WC_RETRY_EXC_ERR; B's receive is delayed 2 ms (lib/impair)
+ * so that every stop finds requests outstanding and no ACK unread.
  *  - stream: every operation completes with SUCCESS and the right CQE
  *    fields, every byte lands; the engine counted the stalls and put off
  *    the timeouts they caused (timeouts_stalled) instead of counting them.
@@ -110,7 +111,7 @@ static void pair_open(struct dt_rc_pair *p, uint8_t retry_cnt)
 	dt_qp_cfg_default(&qc);
 	qc.max_send_wr = 2 * DEPTH;
 	dt_conn_cfg_default(&cc);
-	cc.timeout = 10;		/* 4.2 ms, well below STOP_MS */
+	cc.timeout = 11;		/* 8.4 ms, well below STOP_MS */
 	cc.retry_cnt = retry_cnt;
 	dt_rc_pair_open(p, A, B, 4 * DEPTH, &qc, &cc, NULL, 0x100, 0x200);
 }
@@ -130,6 +131,12 @@ static void stream(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	double end;
 
 	pair_open(&p, 0);
+	/* B takes each request 2 ms after it came (the timeout is 8.4 ms):
+	 * whenever a stop lands, requests wait in B's delay line and A has
+	 * read every ACK there was, so A's timer is due when the engine runs
+	 * again. Without the delay B would answer within microseconds and a
+	 * stop would find ACKs waiting for A about as often as not. */
+	CHECK_OK(droce_dev_impair(B->ctx, "seed=1,rx_delay_us=2000"));
 	CHECK_OK(droce_dev_stats_get(A->ctx, &a0));
 	stopper_start();
 	end = dt_now() + RUN_S;
@@ -164,6 +171,7 @@ static void stream(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 		done++;
 	}
 	stopper_stop();
+	CHECK_OK(droce_dev_impair(B->ctx, "rx_delay_us=0"));
 	CHECK_OK(droce_dev_stats_get(A->ctx, &a1));
 	printf("stream: %" PRIu64 " WRITE/READ through %" PRIu64
 	       " engine stalls; %" PRIu64 " timeouts put off, %" PRIu64
