@@ -48,6 +48,35 @@ void dt_report(const char *file, int line, const char *fmt, ...)
 	fflush(stderr);
 }
 
+/*
+ * The EAL's runtime directory (/run/dpdk/<prefix>): rte_eal_cleanup() takes
+ * it away, but a failing test leaves through _exit. It is empty with
+ * --in-memory/--no-shconf and --no-telemetry; the two files it can hold
+ * otherwise are unlinked first. Paths are made once, so the watchdog's
+ * signal handler can do this with async-signal-safe calls only.
+ */
+static char g_rt_dir[256], g_rt_tel[320], g_rt_mp[320];
+
+static void runtime_dir_remember(void)
+{
+	const char *d = rte_eal_get_runtime_dir();
+
+	if (d == NULL || strlen(d) >= sizeof(g_rt_dir))
+		return;
+	snprintf(g_rt_tel, sizeof(g_rt_tel), "%s/dpdk_telemetry.v2", d);
+	snprintf(g_rt_mp, sizeof(g_rt_mp), "%s/mp_socket", d);
+	snprintf(g_rt_dir, sizeof(g_rt_dir), "%s", d);
+}
+
+static void runtime_dir_remove(void)
+{
+	if (g_rt_dir[0] == '\0')
+		return;
+	unlink(g_rt_tel);
+	unlink(g_rt_mp);
+	rmdir(g_rt_dir);
+}
+
 static void (*g_abort_hook)(void);
 
 void dt_set_abort_hook(void (*fn)(void))
@@ -67,6 +96,7 @@ void dt_abort(void)
 	fprintf(stderr, "%s: FAILED (%u failure(s)); reproduce with "
 		"DROCE_TEST_SEED=%" PRIu64 "\n", g_prog, dt_failures, g_seed);
 	fflush(stderr);
+	runtime_dir_remove();
 	/* Do not run atexit/destructors: an engine thread may be stuck. */
 	_exit(1);
 }
@@ -82,6 +112,7 @@ void dt_skip(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	fflush(stdout);
+	runtime_dir_remove();
 	exit(DT_EXIT_SKIP);
 }
 
@@ -99,6 +130,7 @@ static void alarm_handler(int sig)
 	(void)sig;
 	r = write(2, g_alarm_msg, strlen(g_alarm_msg));
 	(void)r;
+	runtime_dir_remove();
 	_exit(1);
 }
 
@@ -342,6 +374,7 @@ void dt_eal_init(const char *prog)
 		dt_skip("rte_eal_init failed: %s%s", rte_strerror(rte_errno),
 			no_huge ? "" :
 			" (no hugepages? run with DROCE_NO_HUGE=1)");
+	runtime_dir_remember();
 }
 
 static void (*fini_hook)(void);
