@@ -134,13 +134,23 @@ static void alarm_handler(int sig)
 	_exit(1);
 }
 
+static unsigned int g_watchdog_s;
+
+/* The watchdog's message names the program and the seed: made again once
+ * dt_eal_init() knows them (tests arm the watchdog first). */
+static void watchdog_msg(void)
+{
+	snprintf(g_alarm_msg, sizeof(g_alarm_msg),
+		 "FAIL %s: watchdog: still running after %u s (hang?); "
+		 "DROCE_TEST_SEED=%" PRIu64 "\n", g_prog, g_watchdog_s, g_seed);
+}
+
 void dt_watchdog(unsigned int seconds)
 {
 	struct sigaction sa;
 
-	snprintf(g_alarm_msg, sizeof(g_alarm_msg),
-		 "FAIL %s: watchdog: still running after %u s (hang?); "
-		 "DROCE_TEST_SEED=%" PRIu64 "\n", g_prog, seconds, g_seed);
+	g_watchdog_s = seconds;
+	watchdog_msg();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = alarm_handler;
 	sigaction(SIGALRM, &sa, NULL);
@@ -328,6 +338,8 @@ void dt_eal_init(const char *prog)
 		g_prog = b ? b + 1 : prog;
 	}
 	dt_seed_init();
+	if (g_watchdog_s)
+		watchdog_msg();
 
 	snprintf(prefix, sizeof(prefix), "--file-prefix=droce-test-%d",
 		 (int)getpid());
