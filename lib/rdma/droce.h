@@ -116,6 +116,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(tx_bytes, "bytes sent") \
 	X(rx_bytes, "bytes accepted") \
 	X(rx_icrc_err, "dropped: bad ICRC") \
+	X(rx_icrc_late, "frames whose ICRC was checked as their payload was copied into place (long MIDDLE/LAST frames; good or bad, counted there too)") \
 	X(rx_malformed, "dropped: failed parsing or wrong transport") \
 	X(rx_no_qp, "dropped: unknown or destroyed QP") \
 	X(rx_not_roce, "not RoCE (or not for our address), not ARP") \

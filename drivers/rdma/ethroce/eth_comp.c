@@ -191,17 +191,54 @@ static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
 	}
 }
 
+/*
+ * Whether eth_rx_one may leave this frame's ICRC to the copy of its
+ * payload into the READ's buffer (eth_rx_late_start): a long MIDDLE or LAST
+ * response of the oldest outstanding READ, the next one it waits for, that
+ * the checks of rx_read_resp (kept in step with it here) let through to
+ * the copy. Its implied acknowledgement of the PSNs before it is taken
+ * after the copy proved the frame sound: with the READ the oldest WQE and
+ * responses already placed, it retires nothing, only moves the
+ * unacknowledged PSN. A FIRST or ONLY (which may retire the WQEs before
+ * the READ), a response out of order, past a rewind: checked first.
+ */
+bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
+{
+	uint8_t op = p->opcode & 0x1f;
+	const struct droce_swqe_state *st;
+	uint32_t off;
+
+	if (qp->transport != ROCE_TRANSPORT_RC ||
+	    (p->opcode & 0xe0) != ROCE_TRANSPORT_RC || !qp->tmpl_ready ||
+	    qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm ||
+	    (int32_t)(qp->req_acked - qp->req_cur) > 0 ||
+	    (op != ROCE_OP_READ_RESP_MIDDLE && op != ROCE_OP_READ_RESP_LAST))
+		return false;
+	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done || st->rcvd == 0 ||
+	    p->psn != roce_psn_add(st->psn_first, st->rcvd))
+		return false;
+	off = st->rcvd * qp->mtu;
+	return op == ROCE_OP_READ_RESP_MIDDLE ?
+	       p->payload_len == qp->mtu && st->rcvd + 1 < st->npkts :
+	       p->payload_len == RTE_MIN(qp->mtu, st->length -
+					 RTE_MIN(off, st->length)) &&
+	       st->rcvd + 1 == st->npkts;
+}
+
 static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
-			 const struct rte_mbuf *m, uint8_t op)
+			 const struct rte_mbuf *m, uint8_t op, bool late)
 {
 	struct droce_swqe_state *st;
 	const struct mlx5_wqe_data_seg *sge;
 	const struct mlx5_wqe_ctrl_seg *c;
-	uint32_t off, want, nsge;
+	uint32_t off, want, nsge, crc = 0;
 	int ret;
 
-	/* Everything before the READ is implicitly acknowledged. */
-	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
+	/* Everything before the READ is implicitly acknowledged (a frame
+	 * still to be proved sound: once it is, below). */
+	if (!late)
+		ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
 	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm)
 		return;
 	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
@@ -245,8 +282,16 @@ static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 	sge = (const void *)((const uint8_t *)c + 2 * DROCE_SEG);
 	if (nsge * DROCE_SEG + 2 * DROCE_SEG > qp->sq_stride)
 		nsge = 0;
+	if (late)
+		crc = eth_rx_late_start(m, p);
 	ret = eth_sge_scatter(qp, qp->pd, sge, nsge, off, m, NULL, p->payload_off,
-			      p->payload_len);
+			      p->payload_len, late ? &crc : NULL);
+	if (late) {
+		if (!(ret == 0 ? eth_rx_late_done(qp, m, p, crc) :
+				 eth_rx_late_whole(qp, m, p)))
+			return;
+		ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
+	}
 	if (unlikely(ret)) {
 		st->status = ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :
 						  IBV_WC_LOC_PROT_ERR;
@@ -302,7 +347,7 @@ static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
 }
 
 void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
-		 const struct rte_mbuf *m)
+		 const struct rte_mbuf *m, bool icrc_late)
 {
 	uint8_t op = p->opcode & 0x1f;
 
@@ -316,7 +361,7 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	case ROCE_OP_READ_RESP_MIDDLE:
 	case ROCE_OP_READ_RESP_LAST:
 	case ROCE_OP_READ_RESP_ONLY:
-		rx_read_resp(qp, p, m, op);
+		rx_read_resp(qp, p, m, op, icrc_late);
 		break;
 	case ROCE_OP_ATOMIC_ACK:
 		rx_atomic_ack(qp, p);

@@ -188,6 +188,25 @@ static inline int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off,
 	return eth_mbuf_copy_segs(m, off, dst, len);
 }
 
+/*
+ * eth_rx.c: ICRC at placement. eth_rx_one leaves the ICRC of a long
+ * MIDDLE or LAST frame that continues a message in progress (the
+ * responder's or completer's place_late said so) to the copy of its
+ * payload into place, one pass over the bytes instead of two:
+ * eth_rx_late_start() is the running ICRC over its headers for the copy to
+ * carry on (roce_crc32_copy), eth_rx_late_done() the verdict after the
+ * whole payload, eth_rx_late_whole() the verdict from the frame alone (the
+ * copy did not happen or stopped short). A frame found damaged is counted
+ * as eth_rx_one counts one (rx_icrc_err, not rx_pkts); the caller drops it
+ * with nothing changed but the bytes it was copied over, which are those
+ * the retransmission of the same PSN writes again.
+ */
+uint32_t eth_rx_late_start(const struct rte_mbuf *m, const struct roce_pkt *p);
+bool eth_rx_late_done(struct droce_qp *qp, const struct rte_mbuf *m,
+		      const struct roce_pkt *p, uint32_t crc);
+bool eth_rx_late_whole(struct droce_qp *qp, const struct rte_mbuf *m,
+		       const struct roce_pkt *p);
+
 /* eth_arp.c */
 /* An ARP frame whose ARP header starts at off (after any VLAN tag). */
 void eth_arp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
@@ -267,13 +286,20 @@ void eth_qp_flush_sq(struct droce_qp *qp);
 void eth_qp_reset(struct droce_qp *qp);
 
 /* eth_resp.c: responder */
+/* icrc_late: the frame's ICRC is not checked yet (eth_resp_place_late
+ * said so); the responder checks it as it copies the payload into place. */
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
-		 const struct rte_mbuf *m);
+		 const struct rte_mbuf *m, bool icrc_late);
+bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p);
+/* Payloads from which eth_rx_one leaves the ICRC to the placement: below,
+ * the separate check costs less than the copy's fold setup saves. */
+#define ETH_RX_LATE_MIN		512
 void eth_resp_progress(struct droce_qp *qp, uint32_t *budget);
 
 /* eth_comp.c: completer */
 void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
-		 const struct rte_mbuf *m);
+		 const struct rte_mbuf *m, bool icrc_late);
+bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p);
 void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
 
 /* Scatter/gather between mlx5 data segments (big-endian) and packets;
@@ -281,11 +307,12 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status);
 int eth_sge_gather(struct droce_qp *qp, const struct mlx5_wqe_data_seg *d,
 		   uint32_t nsge, uint32_t off, uint8_t *dst, uint32_t len,
 		   uint32_t *crc);
-/* Scatter len bytes from m (at moff), or from buf + moff when m is NULL. */
+/* Scatter len bytes from m (at moff), or from buf + moff when m is NULL;
+ * with crc, m's first segment only, *crc carried over the bytes. */
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
 		    const struct rte_mbuf *m, const uint8_t *buf, uint32_t moff,
-		    uint32_t len);
+		    uint32_t len, uint32_t *crc);
 
 /* Error codes of gather/scatter. */
 #define ETH_SGE_PROT	-1	/* bad key, PD, bounds or rights */

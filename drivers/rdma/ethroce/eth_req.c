@@ -214,7 +214,7 @@ static const uint8_t *sge_in_place(struct droce_qp *qp,
 int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 		    const struct mlx5_wqe_data_seg *d, uint32_t nsge, uint32_t off,
 		    const struct rte_mbuf *m, const uint8_t *buf, uint32_t moff,
-		    uint32_t len)
+		    uint32_t len, uint32_t *crc)
 {
 	for (uint32_t i = 0; i < nsge && len; i++) {
 		uint32_t sl = be32toh(d[i].byte_count);
@@ -235,7 +235,13 @@ int eth_sge_scatter(struct droce_qp *qp, const struct droce_pd *pd,
 			return ETH_SGE_PROT;
 		if (m == NULL)
 			memcpy(dst, buf + moff, n);
-		else if (unlikely(eth_mbuf_copy(m, moff, dst, n)))
+		else if (crc != NULL) {
+			if (unlikely((uint64_t)moff + n > m->data_len))
+				return ETH_SGE_LEN;
+			*crc = roce_crc32_copy(*crc, dst,
+					       rte_pktmbuf_mtod_offset(m,
+						const uint8_t *, moff), n);
+		} else if (unlikely(eth_mbuf_copy(m, moff, dst, n)))
 			return ETH_SGE_LEN;
 		moff += n;
 		len -= n;

@@ -177,11 +177,54 @@ static void rnr_nak(struct droce_qp *qp, uint32_t psn)
 	eth_send_ack(qp, ROCE_AETH_RNR_NAK | (qp->min_rnr_timer & 0x1f), psn);
 }
 
+/* ------------------------------------------------ ICRC at placement */
+
+/*
+ * Whether eth_rx_one may leave this frame's ICRC to the copy of its
+ * payload into place (one pass over the bytes instead of two): a MIDDLE or
+ * LAST of the WRITE or SEND in progress, at the expected PSN, that the
+ * checks on the way (eth_rx_one's after the ICRC, eth_resp_rx's, do_write's
+ * and do_send's; kept in step with them here) let through to the copy with
+ * nothing changed before it. Anything else, a frame that starts a message,
+ * would be NAKed, dropped or taken as a duplicate, is checked first as
+ * always: a damaged frame never draws an answer.
+ */
+bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
+{
+	if ((p->opcode & 0xe0) != qp->transport ||
+	    qp->transport == ROCE_TRANSPORT_UD || !qp->tmpl_ready ||
+	    qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
+	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
+	    p->payload_len > qp->mtu)
+		return false;
+	switch (p->opcode & 0x1f) {
+	case ROCE_OP_WRITE_MIDDLE:
+		return qp->resp_in_write && !qp->resp_in_send &&
+		       p->payload_len == qp->mtu &&
+		       p->payload_len <= qp->resp_write_left &&
+		       droce_key_live(qp->dev, qp->resp_write_key,
+				      qp->resp_write_epoch);
+	case ROCE_OP_WRITE_LAST:
+		return qp->resp_in_write && !qp->resp_in_send &&
+		       p->payload_len == qp->resp_write_left &&
+		       droce_key_live(qp->dev, qp->resp_write_key,
+				      qp->resp_write_epoch);
+	case ROCE_OP_SEND_MIDDLE:
+		return qp->resp_in_send && p->payload_len == qp->mtu;
+	case ROCE_OP_SEND_LAST:
+	case ROCE_OP_SEND_LAST_IMM:
+		return qp->resp_in_send;
+	default:
+		return false;
+	}
+}
+
 /* ------------------------------------------------------------- SEND */
 
 static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
-		    const struct rte_mbuf *m, uint32_t flags)
+		    const struct rte_mbuf *m, uint32_t flags, bool late)
 {
+	uint32_t crc = late ? eth_rx_late_start(m, p) : 0;
 	int ret;
 
 	if (flags & ROCE_OPF_FIRST) {
@@ -193,7 +236,12 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 	}
 	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge,
 			      qp->resp_recv_off, m, NULL, p->payload_off,
-			      p->payload_len);
+			      p->payload_len, late ? &crc : NULL);
+	/* (A receive SGE that fails is an answer: the frame is checked whole
+	 * before it is given one.) */
+	if (late && !(ret == 0 ? eth_rx_late_done(qp, m, p, crc) :
+				 eth_rx_late_whole(qp, m, p)))
+		return false;
 	if (ret == ETH_SGE_LEN) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, IBV_WC_LOC_LEN_ERR);
 		return false;
@@ -236,7 +284,7 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 /* ------------------------------------------------------------ WRITE */
 
 static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
-		     const struct rte_mbuf *m, uint32_t flags)
+		     const struct rte_mbuf *m, uint32_t flags, bool late)
 {
 	if (flags & ROCE_OPF_FIRST) {
 		uint8_t *dst = NULL;
@@ -287,8 +335,18 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 	}
 	if (p->payload_len) {
 		/* (A zero-length WRITE has no pointer at all: no rkey check.) */
-		if (eth_mbuf_copy(m, p->payload_off, qp->resp_write_ptr,
-				  p->payload_len)) {
+		if (late) {
+			/* One segment (eth_rx_one), bounded by the parse. */
+			uint32_t crc = roce_crc32_copy(eth_rx_late_start(m, p),
+					qp->resp_write_ptr,
+					rte_pktmbuf_mtod_offset(m, const uint8_t *,
+								p->payload_off),
+					p->payload_len);
+
+			if (!eth_rx_late_done(qp, m, p, crc))
+				return false;
+		} else if (eth_mbuf_copy(m, p->payload_off, qp->resp_write_ptr,
+					 p->payload_len)) {
 			resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 			return false;
 		}
@@ -612,11 +670,11 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 		      eth_mbuf_copy(m, p->l3_off, grh + 20, 20))
 		return;
 	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge, 0,
-			      NULL, grh, 0, sizeof(grh));
+			      NULL, grh, 0, sizeof(grh), NULL);
 	if (ret == 0)
 		ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge,
 				      qp->resp_nsge, sizeof(grh), m, NULL,
-				      p->payload_off, p->payload_len);
+				      p->payload_off, p->payload_len, NULL);
 	recv_complete_from(qp, IBV_WC_RECV,
 			   ret == 0 ? IBV_WC_SUCCESS :
 			   ret == ETH_SGE_LEN ? IBV_WC_LOC_LEN_ERR :
@@ -628,7 +686,7 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 }
 
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
-		 const struct rte_mbuf *m)
+		 const struct rte_mbuf *m, bool icrc_late)
 {
 	uint8_t op = p->opcode & 0x1f;
 	uint32_t flags = roce_opcode_info(p->opcode)->flags;
@@ -711,7 +769,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			roce_psn_add(qp->resp_epsn, ROCE_PSN_MASK));
 		return;
 	}
-	qp->flags &= ~DROCE_QPF_NAK_SENT;
+	if (!icrc_late)		/* (else once it proved sound, below) */
+		qp->flags &= ~DROCE_QPF_NAK_SENT;
 	if (!opcode_in_sequence(qp, op)) {
 		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
 		return;
@@ -725,10 +784,10 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		return;
 	}
 	if (flags & ROCE_OPF_SEND) {
-		if (!do_send(qp, p, m, flags))
+		if (!do_send(qp, p, m, flags, icrc_late))
 			return;
 	} else if (flags & ROCE_OPF_WRITE) {
-		if (!do_write(qp, p, m, flags))
+		if (!do_write(qp, p, m, flags, icrc_late))
 			return;
 	} else if (op == ROCE_OP_READ_REQ) {
 		if (!do_read(qp, p))
@@ -746,6 +805,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		return;
 	}
 	qp->resp_epsn = roce_psn_add(p->psn, 1);
+	if (icrc_late)
+		qp->flags &= ~DROCE_QPF_NAK_SENT;
 	if (qp->transport == ROCE_TRANSPORT_RC)
 		owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
 }

@@ -3,6 +3,10 @@
  * Receive: one burst from the port, each frame classified (ARP, RoCEv2,
  * other), parsed by lib/roce, its ICRC verified (across mbuf segments), and
  * handed to the responder (requests) or the completer (responses) of its QP.
+ * A long MIDDLE or LAST of the WRITE, SEND or READ response in progress is
+ * the exception: the responder or completer checks its ICRC as it copies
+ * the payload into place (eth_resp_place_late, eth_comp_place_late), one
+ * pass over the bytes instead of two.
  * Whatever fails a check is dropped and counted; nothing here trusts a byte
  * of the frame before roce_parse_rx has bounded it.
  */
@@ -54,8 +58,8 @@ static uint32_t mbuf_crc(uint32_t crc, const struct rte_mbuf *m, uint32_t off,
 	return crc;
 }
 
-static bool icrc_ok(const struct rte_mbuf *m, const uint8_t *frame,
-		    const struct roce_pkt *p)
+static inline __attribute__((always_inline)) bool
+icrc_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct roce_pkt *p)
 {
 	uint32_t got, want, body;
 	uint8_t tail[ROCE_ICRC_LEN];
@@ -74,13 +78,54 @@ static bool icrc_ok(const struct rte_mbuf *m, const uint8_t *frame,
 	return got == want;
 }
 
+uint32_t eth_rx_late_start(const struct rte_mbuf *m, const struct roce_pkt *p)
+{
+	return roce_icrc_hdrs(rte_pktmbuf_mtod_offset(m, const uint8_t *,
+						      p->l3_off),
+			      p->payload_off - p->l3_off, p->ipv6);
+}
+
+static bool late_verdict(struct droce_qp *qp, const struct rte_mbuf *m,
+			 bool sound)
+{
+	if (likely(sound))
+		return true;
+	/* Counted as received by eth_rx_one before it knew. */
+	qp->dev->st.rx_pkts--;
+	qp->dev->st.rx_bytes -= m->pkt_len;
+	qp->st.rx_pkts--;
+	qp->dev->st.rx_icrc_err++;
+	return false;
+}
+
+bool eth_rx_late_done(struct droce_qp *qp, const struct rte_mbuf *m,
+		      const struct roce_pkt *p, uint32_t crc)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t end = p->payload_off + p->payload_len;
+	uint32_t pad = p->frame_len - ROCE_ICRC_LEN - end;
+
+	if (pad)
+		crc = roce_crc32(crc, frame + end, pad);
+	return late_verdict(qp, m, roce_icrc_final(crc) ==
+			    roce_icrc_load(frame + p->frame_len - ROCE_ICRC_LEN));
+}
+
+bool eth_rx_late_whole(struct droce_qp *qp, const struct rte_mbuf *m,
+		       const struct roce_pkt *p)
+{
+	return late_verdict(qp, m, icrc_ok(m, rte_pktmbuf_mtod(m,
+					const uint8_t *), p));
+}
+
 void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		struct rte_mbuf *m)
 {
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct roce_opcode_info *oi;
-	struct droce_qp *qp;
+	struct droce_qp *qp = NULL;
 	struct roce_pkt p;
+	bool late = false;
 	int ret;
 
 	if (m->data_len >= ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
@@ -130,7 +175,19 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_not_roce++;	/* not for this port (or its VLAN) */
 		return;
 	}
-	if (unlikely(!icrc_ok(m, frame, &p))) {
+	/* A long MIDDLE or LAST of the message in progress: its ICRC is
+	 * checked as its payload is copied into place (the P_Key is checked
+	 * first, as it would be right after the ICRC). */
+	if (p.payload_len >= ETH_RX_LATE_MIN && m->nb_segs == 1 &&
+	    !droce_trace_on &&
+	    (p.pkey | ROCE_PKEY_FULL) == ROCE_DEFAULT_PKEY) {
+		qp = droce_qp_lookup(dev, p.dest_qp);
+		late = qp != NULL && (roce_opcode_info(p.opcode)->flags &
+				      ROCE_OPF_REQ ? eth_resp_place_late(qp, &p) :
+				      eth_comp_place_late(qp, &p));
+		dev->st.rx_icrc_late += late;
+	}
+	if (!late && unlikely(!icrc_ok(m, frame, &p))) {
 		dev->st.rx_icrc_err++;
 		return;
 	}
@@ -147,7 +204,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	dev->st.rx_bytes += m->pkt_len;
 	if (unlikely(droce_trace_on))
 		eth_trace_frame("rx", dev, m);
-	qp = droce_qp_lookup(dev, p.dest_qp);
+	if (!late)
+		qp = droce_qp_lookup(dev, p.dest_qp);
 	if (unlikely(qp == NULL || qp->state == IBV_QPS_RESET)) {
 		dev->st.rx_no_qp++;
 		return;
@@ -174,11 +232,11 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	qp->last_rx_tsc = eng->rx_tsc;	/* 200 ms resolution is plenty */
 	if (oi->flags & ROCE_OPF_REQ) {
 		dev->rx_req_mac = p.src_mac;	/* for a NAK before ARP */
-		eth_resp_rx(qp, &p, m);
+		eth_resp_rx(qp, &p, m, late);
 		dev->rx_req_mac = NULL;
 	}
 	else if (oi->flags & ROCE_OPF_RESP)
-		eth_comp_rx(qp, &p, m);
+		eth_comp_rx(qp, &p, m, late);
 	else
 		dev->st.rx_malformed++;
 }
