@@ -290,6 +290,43 @@ class T:
         self.check(not st['wcs'], 'a completion for a frame with a bad ICRC')
         self.after(st)
 
+    # -- a damaged MIDDLE of a WRITE in progress, at the expected PSN: droce
+    #    checks such a frame's ICRC as it copies the payload into place
+    #    (eth_resp_place_late); it must still be dropped, counted, never
+    #    answered, and the message must complete from the resent frame
+    def case_bad_icrc_middle(self):
+        m = self.mr['rw']
+        e = self.epsn['A']
+        data = bytes((i * 13 + 5) & 0xff for i in range(3000))
+        self.w.send(self.f('A', WRITE_FIRST, RETH(va=m['addr'] + 64, rkey=m['rkey'],
+                                                  dlen=3000),
+                           payload=data[:1024], ackreq=False),
+                    self.f('A', WRITE_MIDDLE, psn=e + 1, payload=b'Z' * 1024,
+                           icrc=0x12345678))
+        rep = self.w.collect(0.3)
+        d, st = self.delta()
+        self.check(all(r.opcode == ACK and r.syndrome & 0x60 == 0 and
+                       r.psn == e & 0xffffff for r in rep),
+                   'a damaged MIDDLE was answered: %r' % rep)
+        self.expect_counts(d, rx_icrc_err=1, rx_icrc_late=1, rx_pkts=1)
+        self.check(self.state(st, 'A') == 'RTS', 'QP A is %s' % self.state(st, 'A'))
+        self.w.send(self.f('A', WRITE_MIDDLE, psn=e + 1, payload=data[1024:2048],
+                           ackreq=False),
+                    self.f('A', WRITE_LAST, psn=e + 2, payload=data[2048:]))
+        rep = self.w.collect(0.4)
+        d, st = self.delta()
+        self.check(rep and all(r.opcode == ACK and r.syndrome & 0x60 == 0 for r in rep)
+                   and rep[-1].psn == (e + 2) & 0xffffff,
+                   'WRITE after a damaged MIDDLE: replies %r' % rep)
+        for r in rep:
+            self.reply_ok(r, 'A')
+        self.expect_counts(d, rx_icrc_err=0, rx_icrc_late=2, rx_pkts=2)
+        self.epsn['A'] += 3
+        got = self.node.cmd('read rw 64 3000')
+        self.check(bytes.fromhex(got['hex']) == data,
+                   'WRITE after a damaged MIDDLE: data differ')
+        self.after(st)
+
     # -- P_Key (IBA 10.9.3): the port's table holds 0xFFFF alone; a key
     #    matches when its low 15 bits do (one of the two, 0xFFFF, is a full
     #    member), so 0x7FFF is accepted and every other key is dropped,
