@@ -291,8 +291,9 @@ void eth_qp_reset(struct droce_qp *qp);
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m, bool icrc_late);
 bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p);
-/* Payloads from which eth_rx_one leaves the ICRC to the placement: below,
- * the separate check costs less than the copy's fold setup saves. */
+/* Payloads from which eth_rx_one leaves the ICRC to the placement: below
+ * it one pass costs what two do (bench_crc32: 58 cycles either way at
+ * 256 B, 138 against 168 at 1 KiB). */
 #define ETH_RX_LATE_MIN		512
 void eth_resp_progress(struct droce_qp *qp, uint32_t *budget);
 
