@@ -33,6 +33,26 @@ static uint16_t count_tags(uint16_t port, uint16_t queue, struct rte_mbuf **pkts
 	return n;
 }
 
+/*
+ * The MIDDLE and LAST frames (npl of them per message) of the READ's
+ * responses at a and of the second WRITE at b had their ICRC checked as
+ * they were placed, behind the tag, and were sound; the first WRITE's may
+ * or may not have been (b's QP learns a's MAC from it: a frame that could
+ * teach a MAC is checked first).
+ */
+static void check_placed(struct dt_dev *a, struct dt_dev *b, uint64_t npl)
+{
+	struct droce_dev_stats sa, sb;
+
+	CHECK_OK(droce_dev_stats_get(a->ctx, &sa));
+	CHECK_OK(droce_dev_stats_get(b->ctx, &sb));
+	printf("ICRC checked at placement: %" PRIu64 " frames at A, %" PRIu64
+	       " at B\n", sa.rx_icrc_late, sb.rx_icrc_late);
+	CHECK_EQ(sa.rx_icrc_late, npl);
+	CHECK(sb.rx_icrc_late >= npl && sb.rx_icrc_late <= 2 * npl);
+	CHECK_EQ(sa.rx_icrc_err + sb.rx_icrc_err, 0u);
+}
+
 static void rc_write_read(struct dt_dev *a, struct dt_dev *b, bool expect_ok)
 {
 	struct dt_rc_pair p;
@@ -60,6 +80,15 @@ static void rc_write_read(struct dt_dev *a, struct dt_dev *b, bool expect_ok)
 			    buf + 4096, mb->rkey, IBV_SEND_SIGNALED);
 		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "READ"), 1);
 		e = dt_exp_send(2, IBV_WR_RDMA_READ, 3000, p.qa->qp_num);
+		CHECK_WC(&wc, &e);
+		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
+		/* Again, now that b's QP knows a's MAC (main checks how the
+		 * frames' ICRCs were checked). */
+		dt_fill_random(buf, 3000);
+		dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 3, buf, 3000, ma->lkey,
+			    buf + 4096, mb->rkey, IBV_SEND_SIGNALED);
+		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+		e = dt_exp_send(3, IBV_WR_RDMA_WRITE, 3000, p.qa->qp_num);
 		CHECK_WC(&wc, &e);
 		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
 	} else {
@@ -91,6 +120,7 @@ int main(void)
 	       " frames on B's wire tagged 0x%04x\n", tagged_ok, seen, 3 << 13 | 100);
 	CHECK(seen > 0);
 	CHECK_EQ(tagged_ok, seen);
+	check_placed(&env.dev[0], &env.dev[1], 2);
 	CHECK_OK(rte_eth_remove_rx_callback((uint16_t)env.dev[1].port_id, 0, cb));
 
 	/* Two devices on different VLANs, joined by another ring pair. */
