@@ -134,7 +134,9 @@ check_lat() {
 APP="--engine=app"
 # bandwidth tests, one thread driving the engine
 run write_bw 0 write_bw -s 64 -n 2000 $APP && check_bw write_bw 64 2000 1
-run read_bw 0 read_bw -s 4096 -n 1000 $APP && check_bw read_bw 4096 1000 1
+run read_bw 0 read_bw -s 4096 -n 1000 -m 1024 $APP && check_bw read_bw 4096 1000 1 &&
+	{ [ "$(kv "$LAST" c_icrc_late)" = 3000 ] ||
+	  fail "read_bw: c_icrc_late=$(kv "$LAST" c_icrc_late), expected 3000 (MIDDLE, MIDDLE, LAST of each READ's responses checked at placement)"; }
 run send_bw 0 send_bw -s 1000 -n 1000 $APP && check_bw send_bw 1000 1000 1
 run atomic_bw 0 atomic_bw -n 2000 $APP && check_bw atomic_bw 8 2000 1
 run atomic_bw-cas 0 atomic_bw -A CMP_AND_SWAP -n 1000 $APP &&
@@ -143,7 +145,13 @@ run atomic_bw-cas 0 atomic_bw -A CMP_AND_SWAP -n 1000 $APP &&
 run write_bw-q4 0 write_bw -s 10000 -n 200 -q 4 -m 1024 $APP &&
 	check_bw write_bw-q4 10000 200 4 &&
 	{ [ "$(grep -Ec '^ +0x[0-9a-f]{6} +200 ' "$LAST")" = 4 ] ||
-	  fail "write_bw-q4: per-QP table does not show 4 QPs x 200 messages"; }
+	  fail "write_bw-q4: per-QP table does not show 4 QPs x 200 messages"; } &&
+	{ l=$(kv "$LAST" s_icrc_late)
+	  # 9 of each message's 10 frames (MIDDLE x 8, LAST), but for the
+	  # first burst or so per QP: the server's QP learns the client's MAC
+	  # from them (such frames are checked first)
+	  [ -n "$l" ] && [ "$l" -ge 6480 ] && [ "$l" -le 7200 ] ||
+	  fail "write_bw-q4: s_icrc_late=$l, expected 6480..7200"; }
 run send_bw-l 0 send_bw -s 64 -n 1000 -l 4 $APP && check_bw send_bw-l 64 1000 1
 # latency
 run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
