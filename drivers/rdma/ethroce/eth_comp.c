@@ -226,6 +226,8 @@ bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 	       st->rcvd + 1 == st->npkts;
 }
 
+/* (eth_comp_place_late predicts the checks here for MIDDLE and LAST
+ * responses: a check added before the scatter must be added there too.) */
 static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 			 const struct rte_mbuf *m, uint8_t op, bool late)
 {

@@ -685,6 +685,9 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 			   p->imm, p->deth_src_qp, p->se);
 }
 
+/* (eth_resp_place_late predicts the checks here and in do_write/do_send
+ * for MIDDLE and LAST frames: a check added before their copy must be
+ * added there too, or a damaged frame could draw an answer.) */
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m, bool icrc_late)
 {

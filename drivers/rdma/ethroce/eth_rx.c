@@ -204,6 +204,8 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	dev->st.rx_bytes += m->pkt_len;
 	if (unlikely(droce_trace_on))
 		eth_trace_frame("rx", dev, m);
+	/* (From here to the dispatch, eth_resp_place_late and
+	 * eth_comp_place_late predict every check for a late frame.) */
 	if (!late)
 		qp = droce_qp_lookup(dev, p.dest_qp);
 	if (unlikely(qp == NULL || qp->state == IBV_QPS_RESET)) {
