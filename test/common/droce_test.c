@@ -1047,6 +1047,21 @@ void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 	CHECK_OK(ibv_post_send(qp, &wr, &bad));
 }
 
+void dt_rdma_checked(struct dt_rc_pair *p, enum ibv_wr_opcode op,
+		     uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		     void *raddr, uint32_t rkey, const char *what)
+{
+	struct ibv_wc wc;
+	struct dt_wc_exp e;
+
+	dt_post_one(p->qa, op, wr_id, laddr, len, lkey, raddr, rkey,
+		    IBV_SEND_SIGNALED);
+	CHECK_EQ(dt_wait_wc(&p->sa, &wc, 1, DT_WAIT_S, what), 1);
+	e = dt_exp_send(wr_id, op, len, p->qa->qp_num);
+	CHECK_WC(&wc, &e);
+	CHECK(memcmp(laddr, raddr, len) == 0);
+}
+
 void dt_rc_pair_close(struct dt_rc_pair *p)
 {
 	if (p->qa != NULL)

@@ -372,6 +372,12 @@ void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 /* Destroy the QPs (a NULL one is skipped: the test destroyed it), then
  * the CQs; a failure is counted, not fatal. */
 void dt_rc_pair_close(struct dt_rc_pair *p);
+/* A signalled RDMA WRITE or READ of len bytes between laddr and raddr on
+ * p->qa: its completion awaited on p->sa (what: for the timeout message)
+ * and checked field by field, then the two buffers compared. */
+void dt_rdma_checked(struct dt_rc_pair *p, enum ibv_wr_opcode op,
+		     uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		     void *raddr, uint32_t rkey, const char *what);
 
 /* ------------------------------------------------------------------ */
 /* Misc                                                                 */

@@ -52,8 +52,6 @@ static void rc(struct dt_env *env)
 	uint8_t *buf = dt_alloc(16384);
 	struct ibv_mr *ma = dt_reg_mr(A->pd, buf, 8192, DT_ACCESS_ALL);
 	struct ibv_mr *mb = dt_reg_mr(B->pd, buf + 8192, 8192, DT_ACCESS_ALL);
-	struct ibv_wc wc;
-	struct dt_wc_exp e;
 
 	CHECK_PTR(ma);
 	CHECK_PTR(mb);
@@ -73,27 +71,15 @@ static void rc(struct dt_env *env)
 	CHECK_OK(dt_qp_to_rts(p.qa, &cc, 9));
 	CHECK_OK(dt_qp_to_rts(p.qb, &cc, 7));
 	dt_fill_random(buf, 8192);
-	dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 1, buf, 5000, ma->lkey, buf + 8192,
-		    mb->rkey, IBV_SEND_SIGNALED);
-	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE over IPv6"), 1);
-	e = dt_exp_send(1, IBV_WR_RDMA_WRITE, 5000, p.qa->qp_num);
-	CHECK_WC(&wc, &e);
-	CHECK(memcmp(buf, buf + 8192, 5000) == 0);
+	dt_rdma_checked(&p, IBV_WR_RDMA_WRITE, 1, buf, 5000, ma->lkey,
+			buf + 8192, mb->rkey, "WRITE over IPv6");
 	memset(buf, 0, 5000);
-	dt_post_one(p.qa, IBV_WR_RDMA_READ, 2, buf, 5000, ma->lkey, buf + 8192,
-		    mb->rkey, IBV_SEND_SIGNALED);
-	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "READ over IPv6"), 1);
-	e = dt_exp_send(2, IBV_WR_RDMA_READ, 5000, p.qa->qp_num);
-	CHECK_WC(&wc, &e);
-	CHECK(memcmp(buf, buf + 8192, 5000) == 0);
+	dt_rdma_checked(&p, IBV_WR_RDMA_READ, 2, buf, 5000, ma->lkey,
+			buf + 8192, mb->rkey, "READ over IPv6");
 	/* Again, now that B's QP knows A's MAC. */
 	dt_fill_random(buf, 5000);
-	dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 3, buf, 5000, ma->lkey, buf + 8192,
-		    mb->rkey, IBV_SEND_SIGNALED);
-	CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE over IPv6"), 1);
-	e = dt_exp_send(3, IBV_WR_RDMA_WRITE, 5000, p.qa->qp_num);
-	CHECK_WC(&wc, &e);
-	CHECK(memcmp(buf, buf + 8192, 5000) == 0);
+	dt_rdma_checked(&p, IBV_WR_RDMA_WRITE, 3, buf, 5000, ma->lkey,
+			buf + 8192, mb->rkey, "WRITE over IPv6");
 	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dereg_mr(ma));
 	CHECK_OK(ibv_dereg_mr(mb));

@@ -76,21 +76,13 @@ static void rc_write_read(struct dt_dev *a, struct dt_dev *b, bool expect_ok)
 		CHECK_WC(&wc, &e);
 		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
 		memset(buf, 0, 3000);
-		dt_post_one(p.qa, IBV_WR_RDMA_READ, 2, buf, 3000, ma->lkey,
-			    buf + 4096, mb->rkey, IBV_SEND_SIGNALED);
-		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "READ"), 1);
-		e = dt_exp_send(2, IBV_WR_RDMA_READ, 3000, p.qa->qp_num);
-		CHECK_WC(&wc, &e);
-		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
+		dt_rdma_checked(&p, IBV_WR_RDMA_READ, 2, buf, 3000, ma->lkey,
+				buf + 4096, mb->rkey, "READ");
 		/* Again, now that b's QP knows a's MAC (main checks how the
 		 * frames' ICRCs were checked). */
 		dt_fill_random(buf, 3000);
-		dt_post_one(p.qa, IBV_WR_RDMA_WRITE, 3, buf, 3000, ma->lkey,
-			    buf + 4096, mb->rkey, IBV_SEND_SIGNALED);
-		CHECK_EQ(dt_wait_wc(&p.sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
-		e = dt_exp_send(3, IBV_WR_RDMA_WRITE, 3000, p.qa->qp_num);
-		CHECK_WC(&wc, &e);
-		CHECK(memcmp(buf, buf + 4096, 3000) == 0);
+		dt_rdma_checked(&p, IBV_WR_RDMA_WRITE, 3, buf, 3000, ma->lkey,
+				buf + 4096, mb->rkey, "WRITE");
 	} else {
 		e = dt_exp_err(1, IBV_WC_RETRY_EXC_ERR, p.qa->qp_num);
 		CHECK_WC(&wc, &e);
