@@ -315,7 +315,8 @@ static bool do_write(struct droce_qp *qp, const struct roce_pkt *p,
 		qp->resp_write_key = p->reth_rkey;
 		qp->resp_write_left = p->reth_len;
 		qp->resp_write_len = p->reth_len;
-	} else if (unlikely(!droce_key_live(qp->dev, qp->resp_write_key,
+	} else if (!late &&	/* (eth_resp_place_late just looked) */
+		   unlikely(!droce_key_live(qp->dev, qp->resp_write_key,
 					    qp->resp_write_epoch))) {
 		/* The R_Key went (ibv_dereg_mr, invalidation, rebind, rereg)
 		 * in the middle of the message: the rest of it meets a key
