@@ -434,7 +434,7 @@ void eth_req_arm_timer(struct droce_qp *qp)
 	start_ack_timer(qp, eth_now());
 }
 
-static uint8_t pick_opcode(uint8_t op, bool first, bool last)
+static inline uint8_t pick_opcode(uint8_t op, bool first, bool last)
 {
 	bool imm = op == MLX5_OPCODE_SEND_IMM || op == MLX5_OPCODE_RDMA_WRITE_IMM;
 
@@ -558,8 +558,9 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 /*
  * The common message: an RC/UC SEND or WRITE (with or without immediate)
  * of one packet whose payload is copied (not zero-copy), built from the
- * QP's header image: no roce_pkt, no header cache compare. Everything else
- * goes the general way (send_one).
+ * QP's header image: no roce_pkt, no header cache compare. The packets of
+ * longer such messages take the same way (send_img_packet); everything
+ * else goes the general way (send_one).
  */
 static inline bool is_one_packet(const struct droce_qp *qp,
 				 const struct wqe_view *v)
@@ -572,32 +573,48 @@ static inline bool is_one_packet(const struct droce_qp *qp,
 	       !(qp->dev->zc_min && v->length >= qp->dev->zc_min);
 }
 
-static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
-			    struct droce_swqe_state *st)
+/*
+ * The packet [off, off + seg) of such a message, from the header image:
+ * the RETH on the first packet of a WRITE, the immediate on the last,
+ * AckReq and SE on the last. Inlined twice: for the one-packet message
+ * (first, last and off fold to constants) and for each packet of a longer
+ * one, which went through eth_build and its header cache compare before
+ * (about twice the instructions per packet).
+ */
+static inline __attribute__((always_inline)) bool
+send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
+		struct droce_swqe_state *st, uint32_t off, uint32_t seg,
+		bool first, bool last)
 {
-	bool fused = v->length >= ETH_CRC_COPY_MIN;
+	bool fused = seg >= ETH_CRC_COPY_MIN;
 	uint32_t crc = 0;
 	bool write = v->op == MLX5_OPCODE_RDMA_WRITE ||
 		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
 	bool imm = v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		   v->op == MLX5_OPCODE_SEND_IMM;
-	uint32_t ext_len = (write ? ROCE_RETH_LEN : 0) +
-			   (imm ? ROCE_IMMDT_LEN : 0);
-	uint8_t rop = write ? (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY) :
-			      (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
-	/* Solicited event: SENDs and WRITE with immediate only. */
-	uint8_t se = (v->flags & DROCE_WQE_SOLICITED) &&
+	bool reth = write && first, immdt = imm && last;
+	uint32_t ext_len = (reth ? ROCE_RETH_LEN : 0) +
+			   (immdt ? ROCE_IMMDT_LEN : 0);
+	uint8_t rop;
+	/* Solicited event: on the last packet of SENDs and WRITE with
+	 * immediate only. */
+	uint8_t se = last && (v->flags & DROCE_WQE_SOLICITED) &&
 		     v->op != MLX5_OPCODE_RDMA_WRITE ? ROCE_BTH_SE : 0;
 	uint32_t psn = qp->req_psn;
 	struct rte_mbuf *m;
 	uint8_t *ext;
 
+	if (first && last)
+		rop = write ? (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY) :
+			      (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
+	else
+		rop = pick_opcode(v->op, first, last);
 	m = eth_img_build(qp, ROCE_OPCODE(qp->transport, rop), se,
-			  (qp->transport == ROCE_TRANSPORT_RC ? ROCE_BTH_ACKREQ : 0) |
-			  psn, ext_len, v->length, &ext);
+			  (last && qp->transport == ROCE_TRANSPORT_RC ?
+			   ROCE_BTH_ACKREQ : 0) | psn, ext_len, seg, &ext);
 	if (unlikely(m == NULL))
 		return false;
-	if (write) {
+	if (reth) {
 		uint64_t va = rte_cpu_to_be_64(v->raddr);
 		uint32_t w[2] = { rte_cpu_to_be_32(v->rkey),
 				  rte_cpu_to_be_32(v->length) };
@@ -605,30 +622,41 @@ static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
 		memcpy(ext, &va, 8);
 		memcpy(ext + 8, w, 8);
 	}
-	if (imm)	/* already big-endian */
+	if (immdt)	/* already big-endian */
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
 	if (fused)
 		crc = eth_img_hdrs_crc(qp, m, ext_len);
 	if (v->inl) {
 		if (fused)
-			crc = roce_crc32_copy(crc, ext + ext_len, v->inl_data,
-					      v->length);
+			crc = roce_crc32_copy(crc, ext + ext_len,
+					      v->inl_data + off, seg);
 		else
-			memcpy(ext + ext_len, v->inl_data, v->length);
-	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, 0,
-					   ext + ext_len, v->length,
+			memcpy(ext + ext_len, v->inl_data + off, seg);
+	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, off,
+					   ext + ext_len, seg,
 					   fused ? &crc : NULL))) {
 		rte_pktmbuf_free(m);
 		fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
 		return false;
 	}
 	eth_img_send(qp, m, ext_len, fused ? &crc : NULL);
-	st->psn_last = psn;
 	qp->req_psn = roce_psn_add(psn, 1);
+	if (!last) {
+		qp->req_off = off + seg;
+		return true;
+	}
+	st->psn_last = psn;
 	qp->req_cur++;
+	qp->req_off = 0;
 	if (qp->transport == ROCE_TRANSPORT_UC)
 		complete_sent(qp, qp->req_cur - 1, IBV_WC_SUCCESS);
 	return true;
+}
+
+static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
+			    struct droce_swqe_state *st)
+{
+	return send_img_packet(qp, v, st, 0, v->length, true, true);
 }
 
 /* Send the next packet of WQE req_cur. Returns false if the QP must stop. */
@@ -643,6 +671,16 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		return send_one_packet(qp, v, st);
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
+	if (v->op == MLX5_OPCODE_RDMA_WRITE || v->op == MLX5_OPCODE_SEND ||
+	    v->op == MLX5_OPCODE_RDMA_WRITE_IMM || v->op == MLX5_OPCODE_SEND_IMM) {
+		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
+
+		/* (zero-copy candidates and SEND with invalidate: below) */
+		if (!(qp->dev->zc_min && seg >= qp->dev->zc_min && !v->inl))
+			return send_img_packet(qp, v, st, qp->req_off, seg,
+					       qp->req_off == 0,
+					       qp->req_off + seg == v->length);
+	}
 	p = qp->tmpl;
 
 	if (op_is_atomic(v->op)) {
@@ -861,11 +899,15 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		return;
 	if (unlikely(!eth_qp_tmpl_ok(qp)) && !qp_resolve(qp))
 		return;
+	/* The WQE decoded last in this call: the packets of one message
+	 * share it (the application may not touch a posted WQE). */
+	struct wqe_view v;
+	uint32_t v_idx = qp->req_cur - 1;
+
 	while (*budget && qp->req_cur != pi && qp->state == IBV_QPS_RTS &&
 	       !(qp->flags & DROCE_QPF_REQ_STALL)) {
 		uint32_t idx = qp->req_cur;
 		struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
-		struct wqe_view v;
 
 		if (roce_psn_diff(qp->req_psn, qp->req_una_psn) >= ETH_REQ_WINDOW)
 			break;
@@ -873,6 +915,9 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			*budget = 0;	/* requeue: the port is full, not us */
 			break;
 		}
+		if (idx == v_idx && qp->req_off != 0)
+			goto decoded;	/* the next packet of the same message */
+		v_idx = idx;
 		if (unlikely(wqe_decode(qp, idx, &v))) {
 			st->opcode = 0;
 			st->length = 0;
@@ -925,6 +970,7 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 				return;
 			}
 		}
+decoded:
 		if (!send_one(qp, &v, st))
 			break;
 		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)
