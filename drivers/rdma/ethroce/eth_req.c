@@ -562,14 +562,17 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
  * longer such messages take the same way (send_img_packet); everything
  * else goes the general way (send_one).
  */
+static inline bool is_send_write(uint8_t op)
+{
+	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
+	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM;
+}
+
 static inline bool is_one_packet(const struct droce_qp *qp,
 				 const struct wqe_view *v)
 {
 	return qp->req_off == 0 && v->length <= qp->mtu &&
-	       (v->op == MLX5_OPCODE_RDMA_WRITE || v->op == MLX5_OPCODE_SEND ||
-		v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
-		v->op == MLX5_OPCODE_SEND_IMM) &&
-	       qp->transport != ROCE_TRANSPORT_UD &&
+	       is_send_write(v->op) && qp->transport != ROCE_TRANSPORT_UD &&
 	       !(qp->dev->zc_min && v->length >= qp->dev->zc_min);
 }
 
@@ -671,8 +674,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		return send_one_packet(qp, v, st);
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
-	if (v->op == MLX5_OPCODE_RDMA_WRITE || v->op == MLX5_OPCODE_SEND ||
-	    v->op == MLX5_OPCODE_RDMA_WRITE_IMM || v->op == MLX5_OPCODE_SEND_IMM) {
+	if (is_send_write(v->op)) {
 		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
 
 		/* (zero-copy candidates and SEND with invalidate: below) */
