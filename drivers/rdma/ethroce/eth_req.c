@@ -568,12 +568,20 @@ static inline bool is_send_write(uint8_t op)
 	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM;
 }
 
+/* Would `len` bytes of this WQE's payload go out zero-copy (zc_min=)?
+ * Inline data lives in the WQE, not in registered memory: never. */
+static inline bool zc_wanted(const struct droce_qp *qp,
+			     const struct wqe_view *v, uint32_t len)
+{
+	return qp->dev->zc_min && len >= qp->dev->zc_min && !v->inl;
+}
+
 static inline bool is_one_packet(const struct droce_qp *qp,
 				 const struct wqe_view *v)
 {
 	return qp->req_off == 0 && v->length <= qp->mtu &&
 	       is_send_write(v->op) && qp->transport != ROCE_TRANSPORT_UD &&
-	       !(qp->dev->zc_min && v->length >= qp->dev->zc_min);
+	       !zc_wanted(qp, v, v->length);
 }
 
 /*
@@ -678,7 +686,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
 
 		/* (zero-copy candidates and SEND with invalidate: below) */
-		if (!(qp->dev->zc_min && seg >= qp->dev->zc_min && !v->inl))
+		if (!zc_wanted(qp, v, seg))
 			return send_img_packet(qp, v, st, qp->req_off, seg,
 					       qp->req_off == 0,
 					       qp->req_off + seg == v->length);
@@ -750,7 +758,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 			p.imm = v->imm;
 			p.ieth_rkey = v->imm;	/* SEND with invalidate */
 		}
-		if (qp->dev->zc_min && seg >= qp->dev->zc_min && !v->inl) {
+		if (zc_wanted(qp, v, seg)) {
 			struct droce_mr *mr;
 			const uint8_t *src = sge_in_place(qp, v->sge, v->nsge,
 							  qp->req_off, seg, &mr);
