@@ -89,6 +89,7 @@ static void usage(const char *argv0)
 	printf("  -U, --report-unsorted      latency samples, unsorted\n");
 	printf("      --report_gbits         bandwidth in Gb/sec\n");
 	printf("      --output=<what>        bandwidth | message_rate | latency: one number only\n");
+	printf("      --use_old_post_send    post with ibv_post_send (default: the ibv_wr_* API)\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -113,7 +114,7 @@ static void usage(const char *argv0)
 enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
-	O_NO_INFO, O_RETRY_CONNECT,
+	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND,
 };
 
 static int bad(const char *what, const char *arg)
@@ -169,6 +170,7 @@ static int parse_args(int argc, char **argv)
 		{ "check", 0, NULL, O_CHECK }, { "cycles", 0, NULL, O_CYCLES },
 		{ "no_info", 0, NULL, O_NO_INFO },
 		{ "retry_connect", 1, NULL, O_RETRY_CONNECT },
+		{ "use_old_post_send", 0, NULL, O_OLD_POST_SEND },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -360,6 +362,7 @@ static int parse_args(int argc, char **argv)
 		case O_KV: opt.kv = true; break;
 		case O_CHECK: opt.check = true; break;
 		case O_CYCLES: opt.cycles = true; break;
+		case O_OLD_POST_SEND: opt.old_post_send = true; break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;

@@ -87,6 +87,7 @@ struct perf_opts {
 	bool report_unsorted;		/* -U */
 	int output;			/* enum perf_output */
 	bool use_event;
+	bool old_post_send;		/* --use_old_post_send: ibv_post_send */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;
@@ -151,6 +152,7 @@ struct perf_side {
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
 	struct ibv_qp **qp;
+	struct ibv_qp_ex **qpx;		/* perftest's default: the ibv_wr_* API */
 	uint8_t *buf;
 	size_t buf_len;
 	size_t slot;

@@ -64,7 +64,7 @@ void report_test_info(const struct perf_side *s)
 	printf(" Number of qps   : %d\t\tTransport type : IB\n", opt.nqps);
 	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
 	printf(" PCIe relax order: Unsupported\n");
-	printf(" ibv_wr* API     : OFF\n");
+	printf(" ibv_wr* API     : %s\n", opt.old_post_send ? "OFF" : "ON");
 	if (s->is_client || opt.tst == T_LAT)
 		printf(" TX depth        : %d\n", opt.tx_depth);
 	if (opt.post_list > 1)

@@ -72,6 +72,23 @@ static bool side_recvs(const struct perf_side *s)
 	return opt.verb == V_SEND && (!s->is_client || opt.tst == T_LAT);
 }
 
+/* The ibv_wr_* builders a test's QPs need (perftest's send_ops_flags). */
+static uint64_t send_ops_of(enum perf_verb v)
+{
+	switch (v) {
+	case V_SEND:
+		return IBV_QP_EX_WITH_SEND;
+	case V_WRITE:
+		return IBV_QP_EX_WITH_RDMA_WRITE;
+	case V_READ:
+		return IBV_QP_EX_WITH_RDMA_READ;
+	case V_ATOMIC:
+		return IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
+	}
+	return 0;
+}
+
 int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	      uint64_t max_size, uint64_t cycle_buffer)
 {
@@ -175,9 +192,16 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		PERF_ERR("out of memory\n");
 		return -1;
 	}
+	if (!opt.old_post_send) {
+		s->qpx = calloc((size_t)n, sizeof(*s->qpx));
+		if (!s->qpx) {
+			PERF_ERR("out of memory\n");
+			return -1;
+		}
+	}
 	s->max_inline = 0;
 	for (int i = 0; i < n; i++) {
-		struct ibv_qp_init_attr ia;
+		struct ibv_qp_init_attr_ex ia;
 		struct ibv_qp_attr a;
 
 		memset(&ia, 0, sizeof(ia));
@@ -190,12 +214,21 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		ia.cap.max_recv_sge = 1;
 		if (side_sends(s) && (opt.verb == V_WRITE || opt.verb == V_SEND))
 			ia.cap.max_inline_data = (uint32_t)opt.inline_size;
-		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+		ia.pd = s->pd;
+		if (!opt.old_post_send) {
+			/* perftest's default flow: the builders for this test */
+			ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			ia.send_ops_flags = send_ops_of(opt.verb);
+		}
+		s->qp[i] = ibv_create_qp_ex(s->ctx, &ia);
 		if (s->qp[i] == NULL) {
 			PERF_ERR("Couldn't create QP %d of %d: %s\n", i, n,
 				 strerror(errno));
 			return -1;
 		}
+		if (s->qpx)
+			s->qpx[i] = ibv_qp_to_qp_ex(s->qp[i]);
 		if (i == 0)
 			s->max_inline = (int)ia.cap.max_inline_data;
 		memset(&a, 0, sizeof(a));
@@ -298,6 +331,7 @@ void side_close(struct perf_side *s)
 		ibv_close_device(s->ctx);
 	free(s->buf);
 	free(s->qp);
+	free(s->qpx);
 	free(s->my);
 	free(s->rem);
 	free(s->st);

@@ -89,14 +89,68 @@ static inline bool time_over(uint64_t now)
  */
 uint64_t perf_post_enomem;
 
-static inline int do_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr)
+/*
+ * perftest's default flow (its _new_post_send): one ibv_wr_start ..
+ * ibv_wr_complete around the post list, each WR's fields set through the
+ * builders. The batch is all or nothing: a full send queue (ENOMEM) leaves
+ * nothing posted, so the whole list is tried again.
+ */
+static inline int post_wr_api(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
 {
-	struct ibv_send_wr *bad;
+	ibv_wr_start(x);
+	for (; wr; wr = wr->next) {
+		const struct ibv_sge *g = wr->sg_list;
+
+		x->wr_id = wr->wr_id;
+		x->wr_flags = wr->send_flags;
+		switch (wr->opcode) {
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, wr->wr.rdma.rkey,
+					  wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, wr->wr.rdma.rkey,
+					 wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, wr->wr.atomic.rkey,
+						wr->wr.atomic.remote_addr,
+						wr->wr.atomic.compare_add);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, wr->wr.atomic.rkey,
+					      wr->wr.atomic.remote_addr,
+					      wr->wr.atomic.compare_add,
+					      wr->wr.atomic.swap);
+			break;
+		default:
+			ibv_wr_abort(x);
+			return EINVAL;
+		}
+		if (wr->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)g->addr,
+					       g->length);
+		else
+			ibv_wr_set_sge(x, g->lkey, g->addr, g->length);
+	}
+	return ibv_wr_complete(x);
+}
+
+static inline int do_post_send(struct perf_side *s, int q,
+			       struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = wr;
 	uint64_t t0 = opt.cycles ? perf_tsc() : 0;
 	int ret;
 
 	for (int tries = 0;; tries++) {
-		ret = ibv_post_send(qp, wr, &bad);
+		if (s->qpx)
+			ret = post_wr_api(s->qpx[q], wr);
+		else
+			ret = ibv_post_send(s->qp[q], wr, &bad);
 		if (ret != ENOMEM || bad != wr || tries >= 1000000)
 			break;
 		perf_post_enomem++;
@@ -341,7 +395,7 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 			if (b->totscnt == 0)
 				b->t_first = now;
 			{
-				int e = do_post_send(s->qp[q], w);
+				int e = do_post_send(s, q, w);
 
 				if (e) {
 					PERF_ERR("Couldn't post send: qp %d scnt=%lu ccnt=%lu: %s\n", q,
@@ -729,7 +783,7 @@ static int lat_step(struct lat_state *l)
 			else
 				s->wr[0].send_flags &= ~(unsigned int)IBV_SEND_SIGNALED;
 		}
-		if (do_post_send(s->qp[0], &s->wr[0])) {
+		if (do_post_send(s, 0, &s->wr[0])) {
 			PERF_ERR("Couldn't post send: scnt=%lu\n",
 				 (unsigned long)l->scnt);
 			return -1;

@@ -364,6 +364,7 @@ struct droce_qp {
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */
 	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */
+	uint32_t wr_ds;			/* wr_cur's segments so far */
 	rte_spinlock_t sq_lock;
 	/* receive queue: own_rq, or an SRQ's */
 	struct droce_wq *rq;

@@ -405,13 +405,19 @@ static void wr_start(struct ibv_qp_ex *ex)
 	qp->wr_last = NULL;
 }
 
-/* Open a new WQE for a builder; NULL (and wr_err set) if it can't be. */
-static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
-			bool raddr, uint64_t remote_addr, uint32_t rkey)
+/*
+ * Open a new WQE for a builder with its first ds segments (control, and a
+ * remote address or an address vector); NULL (and wr_err set) if it can't
+ * be. No opcode check here: the builders a QP has were installed at create
+ * time for its transport and send_ops_flags (IBTA table 38 was checked
+ * then), as mlx5 does.
+ */
+static __rte_always_inline uint8_t *wr_open(struct droce_qp *qp, uint8_t op,
+					    uint32_t imm, uint32_t ds)
 {
 	uint32_t pi = qp->sq_pi_app;
-	uint8_t *wqe;
 	struct ibv_qp_ex *ex = &qp->ex;
+	uint8_t *wqe;
 
 	qp->wr_cur = NULL;
 	if (unlikely(qp->wr_err))
@@ -421,39 +427,54 @@ static uint8_t *wr_open(struct droce_qp *qp, uint8_t op, uint32_t imm,
 		return NULL;
 	}
 	wqe = droce_sq_slot(qp, pi);
-	if (unlikely(!op_allowed(qp, op))) {
-		qp->wr_err = EINVAL;
-		return NULL;
-	}
-	set_ctrl(qp, wqe, pi, op, qp->transport == ROCE_TRANSPORT_UD ?
-		 1 + DROCE_UD_AV_SEGS : raddr ? 2 : 1,
-		 fm_ce_se_of(qp, ex->wr_flags), imm, 0);
-	if (qp->transport == ROCE_TRANSPORT_UD)
-		memset(wqe + DROCE_SEG, 0, DROCE_UD_AV_SEGS * DROCE_SEG);
-	if (raddr) {
-		struct mlx5_wqe_raddr_seg *r = (void *)(wqe + DROCE_SEG);
-
-		r->raddr = htobe64(remote_addr);
-		r->rkey = htobe32(rkey);
-		r->reserved = 0;
-	}
+	set_ctrl(qp, wqe, pi, op, ds, fm_ce_se_of(qp, ex->wr_flags), imm, 0);
 	qp->sq_wrid[pi & (qp->sq_cnt - 1)] = ex->wr_id;
 	qp->sq_pi_app = pi + 1;
 	qp->wr_cur = wqe;
 	qp->wr_last = wqe;
+	qp->wr_ds = ds;
 	return wqe;
+}
+
+/* A connected QP's request with a remote address (WRITE, READ, atomics). */
+static __rte_always_inline uint8_t *wr_open_raddr(struct droce_qp *qp,
+						  uint8_t op, uint32_t imm,
+						  uint32_t ds, uint32_t rkey,
+						  uint64_t remote_addr)
+{
+	uint8_t *wqe = wr_open(qp, op, imm, ds);
+	struct mlx5_wqe_raddr_seg *r;
+
+	if (wqe == NULL)
+		return NULL;
+	r = (void *)(wqe + DROCE_SEG);
+	r->raddr = htobe64(remote_addr);
+	r->rkey = htobe32(rkey);
+	r->reserved = 0;
+	return wqe;
+}
+
+/* A UD SEND: its address vector comes from wr_set_ud_addr (zero until
+ * then, which the engine refuses). */
+static __rte_always_inline void wr_open_ud(struct droce_qp *qp, uint8_t op,
+					   uint32_t imm)
+{
+	uint8_t *wqe = wr_open(qp, op, imm, 1 + DROCE_UD_AV_SEGS);
+
+	if (wqe != NULL)
+		memset(wqe + DROCE_SEG, 0, DROCE_UD_AV_SEGS * DROCE_SEG);
 }
 
 static void wr_send_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_SEND_INVAL, invalidate_rkey, false, 0, 0);
+	wr_open(qpx(ex), MLX5_OPCODE_SEND_INVAL, invalidate_rkey, 1);
 }
 
 static void wr_local_inv(struct ibv_qp_ex *ex, uint32_t invalidate_rkey)
 {
 	struct droce_qp *qp = qpx(ex);
 
-	wr_open(qp, MLX5_OPCODE_LOCAL_INVAL, invalidate_rkey, false, 0, 0);
+	wr_open(qp, MLX5_OPCODE_LOCAL_INVAL, invalidate_rkey, 1);
 	qp->wr_cur = NULL;	/* no data */
 }
 
@@ -467,12 +488,10 @@ static void wr_bind_mw(struct ibv_qp_ex *ex, struct ibv_mw *mw, uint32_t rkey,
 		qp->wr_err = EINVAL;
 		return;
 	}
-	wqe = wr_open(qp, MLX5_OPCODE_UMR, 0, false, 0, 0);
+	wqe = wr_open(qp, MLX5_OPCODE_UMR, 0, 1 + DROCE_BIND_SEGS);
 	if (wqe == NULL)
 		return;
 	set_bind_seg(wqe + DROCE_SEG, mw, rkey, bind_info);
-	((struct mlx5_wqe_ctrl_seg *)wqe)->qpn_ds =
-		htobe32(qp->ex.qp_base.qp_num << 8 | (1 + DROCE_BIND_SEGS));
 	qp->wr_cur = NULL;
 }
 
@@ -492,43 +511,50 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ex, struct ibv_ah *ah,
 
 static void wr_send(struct ibv_qp_ex *ex)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_SEND, 0, false, 0, 0);
+	wr_open(qpx(ex), MLX5_OPCODE_SEND, 0, 1);
 }
 
 static void wr_send_imm(struct ibv_qp_ex *ex, __be32 imm)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_SEND_IMM, imm, false, 0, 0);
+	wr_open(qpx(ex), MLX5_OPCODE_SEND_IMM, imm, 1);
+}
+
+static void wr_send_ud(struct ibv_qp_ex *ex)
+{
+	wr_open_ud(qpx(ex), MLX5_OPCODE_SEND, 0);
+}
+
+static void wr_send_imm_ud(struct ibv_qp_ex *ex, __be32 imm)
+{
+	wr_open_ud(qpx(ex), MLX5_OPCODE_SEND_IMM, imm);
 }
 
 static void wr_rdma_write(struct ibv_qp_ex *ex, uint32_t rkey,
 			  uint64_t remote_addr)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_RDMA_WRITE, 0, true, remote_addr, rkey);
+	wr_open_raddr(qpx(ex), MLX5_OPCODE_RDMA_WRITE, 0, 2, rkey, remote_addr);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *ex, uint32_t rkey,
 			      uint64_t remote_addr, __be32 imm)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_RDMA_WRITE_IMM, imm, true, remote_addr, rkey);
+	wr_open_raddr(qpx(ex), MLX5_OPCODE_RDMA_WRITE_IMM, imm, 2, rkey,
+		      remote_addr);
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *ex, uint32_t rkey,
 			 uint64_t remote_addr)
 {
-	wr_open(qpx(ex), MLX5_OPCODE_RDMA_READ, 0, true, remote_addr, rkey);
+	wr_open_raddr(qpx(ex), MLX5_OPCODE_RDMA_READ, 0, 2, rkey, remote_addr);
 }
 
 static void wr_atomic(struct droce_qp *qp, uint8_t op, uint32_t rkey,
 		      uint64_t remote_addr, uint64_t compare_add, uint64_t swap)
 {
-	uint8_t *wqe = wr_open(qp, op, 0, true, remote_addr, rkey);
-	struct mlx5_wqe_ctrl_seg *c;
+	uint8_t *wqe = wr_open_raddr(qp, op, 0, 3, rkey, remote_addr);
 
-	if (wqe == NULL)
-		return;
-	set_atomic_seg(wqe + 2 * DROCE_SEG, op, compare_add, swap);
-	c = (void *)wqe;
-	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | 3);
+	if (wqe != NULL)
+		set_atomic_seg(wqe + 2 * DROCE_SEG, op, compare_add, swap);
 }
 
 static void wr_atomic_cmp_swp(struct ibv_qp_ex *ex, uint32_t rkey,
@@ -547,9 +573,7 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ex, uint32_t rkey,
 /* Where the data segments of the open WQE start, and its current ds. */
 static inline uint8_t *wr_data_start(struct droce_qp *qp, uint32_t *ds)
 {
-	struct mlx5_wqe_ctrl_seg *c = (void *)qp->wr_cur;
-
-	*ds = be32toh(c->qpn_ds) & 0x3f;
+	*ds = qp->wr_ds;
 	return qp->wr_cur + DROCE_SEG * *ds;
 }
 
@@ -557,8 +581,27 @@ static inline void wr_set_ds(struct droce_qp *qp, uint32_t ds)
 {
 	struct mlx5_wqe_ctrl_seg *c = (void *)qp->wr_cur;
 
-	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | ds);
+	/* qpn_ds is big-endian: its last byte holds ds (6 bits) alone */
+	((uint8_t *)&c->qpn_ds)[3] = (uint8_t)ds;
 	qp->wr_cur = NULL;	/* data is set once per WQE */
+}
+
+/* No data set yet for an open WQE? Else the batch fails with EINVAL. */
+static inline bool wr_data_ok(struct droce_qp *qp)
+{
+	if (likely(qp->wr_cur != NULL))
+		return true;
+	if (!qp->wr_err)
+		qp->wr_err = EINVAL;
+	return false;
+}
+
+static inline void set_data_seg(struct mlx5_wqe_data_seg *d, uint32_t lkey,
+				uint64_t addr, uint32_t length)
+{
+	d->byte_count = htobe32(length);
+	d->lkey = htobe32(lkey);
+	d->addr = htobe64(addr);
 }
 
 static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t num_sge,
@@ -568,31 +611,30 @@ static void wr_set_sge_list(struct ibv_qp_ex *ex, size_t num_sge,
 	struct mlx5_wqe_data_seg *d;
 	uint32_t ds;
 
-	if (unlikely(qp->wr_cur == NULL)) {
-		if (!qp->wr_err)
-			qp->wr_err = EINVAL;
+	if (unlikely(!wr_data_ok(qp)))
 		return;
-	}
 	if (unlikely(num_sge > qp->sq_max_sge)) {
 		qp->wr_err = EINVAL;
 		qp->wr_cur = NULL;
 		return;
 	}
 	d = (void *)wr_data_start(qp, &ds);
-	for (size_t i = 0; i < num_sge; i++) {
-		d[i].byte_count = htobe32(sg[i].length);
-		d[i].lkey = htobe32(sg[i].lkey);
-		d[i].addr = htobe64(sg[i].addr);
-	}
+	for (size_t i = 0; i < num_sge; i++)
+		set_data_seg(&d[i], sg[i].lkey, sg[i].addr, sg[i].length);
 	wr_set_ds(qp, ds + (uint32_t)num_sge);
 }
 
+/* One SGE: every QP holds at least one (sq_max_sge >= 1). */
 static void wr_set_sge(struct ibv_qp_ex *ex, uint32_t lkey, uint64_t addr,
 		       uint32_t length)
 {
-	struct ibv_sge sg = { .addr = addr, .length = length, .lkey = lkey };
+	struct droce_qp *qp = qpx(ex);
+	uint32_t ds;
 
-	wr_set_sge_list(ex, 1, &sg);
+	if (unlikely(!wr_data_ok(qp)))
+		return;
+	set_data_seg((void *)wr_data_start(qp, &ds), lkey, addr, length);
+	wr_set_ds(qp, ds + 1);
 }
 
 static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t num_buf,
@@ -605,11 +647,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *ex, size_t num_buf,
 	size_t total = 0;
 	uint32_t ds;
 
-	if (unlikely(qp->wr_cur == NULL)) {
-		if (!qp->wr_err)
-			qp->wr_err = EINVAL;
+	if (unlikely(!wr_data_ok(qp)))
 		return;
-	}
 	c = (void *)qp->wr_cur;
 	if (unlikely((be32toh(c->opmod_idx_opcode) & 0xff) ==
 		     MLX5_OPCODE_RDMA_READ ||
@@ -675,14 +714,15 @@ void droce_qp_install_wr_ops(struct droce_qp *qp)
 {
 	struct ibv_qp_ex *ex = &qp->ex;
 	uint64_t f = qp->send_ops_flags;
+	bool ud = qp->transport == ROCE_TRANSPORT_UD;
 
 	ex->wr_start = wr_start;
 	ex->wr_complete = wr_complete;
 	ex->wr_abort = wr_abort;
 	if (f & IBV_QP_EX_WITH_SEND)
-		ex->wr_send = wr_send;
+		ex->wr_send = ud ? wr_send_ud : wr_send;
 	if (f & IBV_QP_EX_WITH_SEND_WITH_IMM)
-		ex->wr_send_imm = wr_send_imm;
+		ex->wr_send_imm = ud ? wr_send_imm_ud : wr_send_imm;
 	if (f & IBV_QP_EX_WITH_RDMA_WRITE)
 		ex->wr_rdma_write = wr_rdma_write;
 	if (f & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
@@ -699,7 +739,7 @@ void droce_qp_install_wr_ops(struct droce_qp *qp)
 		ex->wr_local_inv = wr_local_inv;
 	if (f & IBV_QP_EX_WITH_BIND_MW)
 		ex->wr_bind_mw = wr_bind_mw;
-	if (qp->transport == ROCE_TRANSPORT_UD)
+	if (ud)
 		ex->wr_set_ud_addr = wr_set_ud_addr;
 	ex->wr_set_sge = wr_set_sge;
 	ex->wr_set_sge_list = wr_set_sge_list;

@@ -5,7 +5,9 @@
 # send_bw, atomic_bw, write_lat (and the other latency tests) with a small
 # -n. Checks perftest's table format, that the byte and message counts are
 # right (--kv, --check: the data landed where it should, FETCH_AND_ADD
-# counters add up) and that no completion failed. Never asserts a speed.
+# counters add up) and that no completion failed, with perftest's default
+# posting (the ibv_wr_* API) and its --use_old_post_send (ibv_post_send).
+# Never asserts a speed.
 #
 # usage: perf_smoke.sh <droce-perf>
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
@@ -158,6 +160,23 @@ run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
 run read_lat 0 read_lat -s 64 -n 500 $APP && check_lat read_lat 64 500
 run send_lat 0 send_lat -n 500 $APP && check_lat send_lat 2 500
 run atomic_lat 0 atomic_lat -n 500 $APP && check_lat atomic_lat 8 500
+# perftest's default posting is the ibv_wr_* API (above); its
+# --use_old_post_send is ibv_post_send: both must move the same data
+grep -q '^ ibv_wr\* API     : ON$' "$LAST" ||
+	fail "atomic_lat: info does not say ibv_wr* API ON (perftest's default flow)"
+run write_bw-old 0 write_bw -s 64 -n 2000 -l 4 $APP --use_old_post_send &&
+	check_bw write_bw-old 64 2000 1 &&
+	{ grep -q '^ ibv_wr\* API     : OFF$' "$LAST" ||
+	  fail "write_bw-old: info does not say ibv_wr* API OFF"; }
+run send_bw-old-inline 0 send_bw -s 100 -n 1000 -I 128 $APP --use_old_post_send &&
+	check_bw send_bw-old-inline 100 1000 1
+run atomic_bw-old 0 atomic_bw -n 1000 $APP --use_old_post_send &&
+	check_bw atomic_bw-old 8 1000 1
+run read_lat-old 0 read_lat -s 64 -n 300 $APP --use_old_post_send &&
+	check_lat read_lat-old 64 300
+run write_bw-inline-l 0 write_bw -s 100 -n 2000 -l 4 -I 128 $APP &&
+	check_bw write_bw-inline-l 100 2000 1
+
 # the engine on its own lcore, when there are two cores
 if [ "$NPROC" -ge 2 ]; then
 	run write_bw-lcore 0-1 write_bw -s 64 -n 2000 --engine=lcore &&
