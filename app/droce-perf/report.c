@@ -473,10 +473,50 @@ void report_kv_lat(const struct perf_side *c, const struct perf_side *srv)
 	fflush(stdout);
 }
 
-/* --cycles: where one thread's time went (app-driven engine). */
+#define DELTA(s, f) ((s)->ds1.f - (s)->ds0.f)
+
+/* Do two sides' counters come from one engine (loopback lcore or app)? */
+static bool same_engine(const struct perf_side *a, const struct perf_side *b)
+{
+	return a->ds1.eng_loops == b->ds1.eng_loops &&
+	       a->ds1.eng_rx_cycles == b->ds1.eng_rx_cycles &&
+	       a->ds1.eng_tx_cycles == b->ds1.eng_tx_cycles;
+}
+
+/*
+ * The engine's stages (devarg cycles=1) for the engine serving `s` (and
+ * `also`, when the same engine serves both): TSC cycles per frame received
+ * for the receive stage, per frame sent for the work and transmit stages,
+ * the share of its iterations that found nothing to do, and all three per
+ * message (the figure to read when one end only receives, or only ACKs).
+ */
+static void report_engine(const char *tag, const struct perf_side *s,
+			  const struct perf_side *also, uint64_t msgs)
+{
+	uint64_t all = DELTA(s, eng_rx_cycles) + DELTA(s, eng_work_cycles) +
+		       DELTA(s, eng_tx_cycles);
+	uint64_t rx = DELTA(s, rx_pkts), tx = DELTA(s, tx_pkts);
+	uint64_t loops = DELTA(s, eng_loops), busy = DELTA(s, eng_busy_loops);
+
+	if (also) {
+		rx += DELTA(also, rx_pkts);
+		tx += DELTA(also, tx_pkts);
+	}
+	printf(" %s_eng_loops=%" PRIu64 " %s_eng_idle=%.3f"
+	       " %s_eng_rx_per_rx_frame=%.1f %s_eng_work_per_tx_frame=%.1f"
+	       " %s_eng_tx_per_tx_frame=%.1f", tag, loops, tag,
+	       loops ? 1.0 - (double)busy / (double)loops : 0.0,
+	       tag, (double)DELTA(s, eng_rx_cycles) / (double)(rx ? rx : 1),
+	       tag, (double)DELTA(s, eng_work_cycles) / (double)(tx ? tx : 1),
+	       tag, (double)DELTA(s, eng_tx_cycles) / (double)(tx ? tx : 1));
+	printf(" %s_eng_per_msg=%.1f", tag, (double)all / (double)(msgs ? msgs : 1));
+}
+
+/* --cycles: where one thread's time went (app-driven engine), and with
+ * the devarg cycles=1 (set in loopback) the engine's stages. */
 void report_cycles(const struct perf_side *c, const struct perf_side *srv)
 {
-	uint64_t frames = 0, msgs, t0, t1;
+	uint64_t frames = 0, msgs;
 	double fr, ms;
 
 	if (!opt.cycles)
@@ -485,11 +525,8 @@ void report_cycles(const struct perf_side *c, const struct perf_side *srv)
 		frames += c->ds1.tx_pkts - c->ds0.tx_pkts;
 	if (srv && srv != c)
 		frames += srv->ds1.tx_pkts - srv->ds0.tx_pkts;
-	if (opt.tst == T_BW) {
-		run_result(c ? !c->is_client : true, &msgs, &t0, &t1);
-	} else {
-		msgs = c ? c->lat_n : 0;
-	}
+	/* the totals cover the whole run, the -D window's warm-up too */
+	msgs = run_all_msgs(c ? !c->is_client : true);
 	fr = frames ? (double)frames : 1;
 	ms = msgs ? (double)msgs : 1;
 	printf("DROCE_CYCLES test=%s size=%" PRIu64 " msgs=%" PRIu64
@@ -500,5 +537,22 @@ void report_cycles(const struct perf_side *c, const struct perf_side *srv)
 	       (double)perf_cyc.total / ms, (double)perf_cyc.total / fr,
 	       (double)perf_cyc.post / ms, (double)perf_cyc.poll / ms,
 	       (double)perf_cyc.drive / ms, perf_cyc.polls, perf_cyc.drives);
+	if (c && DELTA(c, eng_loops) && (DELTA(c, eng_rx_cycles) ||
+					 DELTA(c, eng_tx_cycles))) {
+		bool shared = srv && srv != c && same_engine(c, srv);
+
+		printf("DROCE_ENGINE test=%s size=%" PRIu64, opt.test_name,
+		       run_get_size());
+		report_engine("c", c, shared ? srv : NULL, msgs);
+		if (srv && srv != c && !shared)
+			report_engine("s", srv, NULL, msgs);
+		printf("\n");
+	} else if (srv && !c && DELTA(srv, eng_loops) &&
+		   DELTA(srv, eng_rx_cycles)) {
+		printf("DROCE_ENGINE test=%s size=%" PRIu64, opt.test_name,
+		       run_get_size());
+		report_engine("s", srv, NULL, msgs);
+		printf("\n");
+	}
 	fflush(stdout);
 }

@@ -112,13 +112,15 @@ free_port() {
 # core), perftest's TCP exchange on 127.0.0.1. Prints the client's
 # DROCE_PERF line.
 pair() {
-	local sock port spid dir t0 PAIR_N=${BASHPID}x${RANDOM}
+	local sock port spid dir t0 cyc="" PAIR_N=${BASHPID}x${RANDOM}
 	dir=$WORK/pair.$PAIR_N
+	# --cycles: time the engines' stages too (devarg cycles=1)
+	case " $* " in *" --cycles "*) cyc=",cycles=1" ;; esac
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0
 	DROCE_EAL_ARGS="$(eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock")" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app$cyc" \
 		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info \
 		>"$dir/server" 2>&1 &
 	spid=$!
@@ -132,7 +134,7 @@ pair() {
 		sleep 0.05
 	done
 	DROCE_EAL_ARGS="$(eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock")" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app$cyc" \
 		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
 		>"$dir/client" 2>&1
 	wait $spid 2>/dev/null

@@ -43,6 +43,9 @@ extern "C" {
  *                  whatever its PMD reports: net_af_packet reports 1500
  *                  whatever its framesz (give it framesz/blocksz that hold
  *                  the frames, e.g. framesz=4352,blocksz=69632 for mtu=4096)
+ *   cycles=0|1     time the engine's stages with rte_rdtsc (default 0):
+ *                  the eng_*_cycles counters below; four TSC reads per
+ *                  engine iteration, so off unless measuring
  *   impair=k:v/k:v  impair the port's traffic with lib/impair (see
  *                  droce_impair.h and doc/impair.md), its kvargs written
  *                  with ':' for '=' and '/' for ',': impair=seed:7/rx_drop:0.01
@@ -150,7 +153,12 @@ int droce_poll(struct ibv_context *ctx);
 	X(arp_rx, "ARP frames received") \
 	X(arp_fail, "peers that never answered ARP") \
 	X(tx_full, "tx bursts the port took only in part (retried)") \
-	X(tx_zc, "frames sent zero-copy (payload read in place, zc_min=)")
+	X(tx_zc, "frames sent zero-copy (payload read in place, zc_min=)") \
+	X(eng_loops, "iterations of the engine serving this device (all its devices')") \
+	X(eng_busy_loops, "of those, iterations that found work") \
+	X(eng_rx_cycles, "engine TSC cycles receiving: rx bursts, parse, responder and completer (cycles=1)") \
+	X(eng_work_cycles, "engine TSC cycles in doorbells and the QPs' turns: requests, responses and ACKs built (cycles=1)") \
+	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -481,6 +481,7 @@ struct droce_devargs {
 	char impair[256];		/* link impairer kvargs ("" = none) */
 	uint16_t vlan_tci;		/* 802.1Q: prio << 13 | vid; 0 = untagged */
 	uint32_t zc_min;		/* zero-copy tx from this payload size; 0 off */
+	uint32_t cycles;		/* time the engine's stages (eng_*_cycles) */
 };
 
 struct droce_dev {
@@ -550,6 +551,8 @@ struct droce_drv_ops {
 	/* A thread starts (+1) or stops (-1) sleeping for a completion or
 	 * async event: an app-driven engine then runs on its own, promptly. */
 	void (*app_waiting)(struct droce_dev *dev, int delta);
+	/* The eng_* counters of the engine serving the device. */
+	void (*eng_stats)(const struct droce_dev *dev, struct droce_dev_stats *st);
 };
 
 extern const struct droce_drv_ops *droce_drv;
@@ -771,6 +774,8 @@ static inline uint8_t *droce_sq_slot(const struct droce_qp *qp, uint32_t idx)
 }
 
 int droce_parse_devargs(const char *str, struct droce_devargs *a);
+/* A device's counters as droce_dev_stats_get() gives them. */
+void droce_dev_stats_read(const struct droce_dev *dev, struct droce_dev_stats *st);
 uint32_t droce_key_alloc(struct droce_dev *dev);
 struct ibv_mw *droce_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int droce_dealloc_mw(struct ibv_mw *mw);

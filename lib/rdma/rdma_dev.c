@@ -136,7 +136,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
 		"arp_timeout_ms", "port", "impair", "vlan", "prio", "port_mtu",
-		"zc_min", NULL
+		"zc_min", "cycles", NULL
 	};
 	struct rte_kvargs *kv;
 	uint32_t vid = 0, prio = 0;
@@ -169,14 +169,15 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "vlan", parse_u32, &vid) ||
 	    rte_kvargs_process(kv, "prio", parse_u32, &prio) ||
 	    rte_kvargs_process(kv, "port_mtu", parse_u32, &a->port_mtu) ||
-	    rte_kvargs_process(kv, "zc_min", parse_u32, &a->zc_min)) {
+	    rte_kvargs_process(kv, "zc_min", parse_u32, &a->zc_min) ||
+	    rte_kvargs_process(kv, "cycles", parse_u32, &a->cycles)) {
 		ret = -EINVAL;
 		goto out;
 	}
 	if (a->max_mtu != 256 && a->max_mtu != 512 && a->max_mtu != 1024 &&
 	    a->max_mtu != 2048 && a->max_mtu != 4096)
 		ret = -EINVAL;
-	if (a->nb_mbuf < 1024)
+	if (a->nb_mbuf < 1024 || a->cycles > 1)
 		ret = -EINVAL;
 	if (a->port_mtu && (a->port_mtu < 576 || a->port_mtu > 65535))
 		ret = -EINVAL;
@@ -359,10 +360,17 @@ int droce_dev_stats_get(struct ibv_context *ctx, struct droce_dev_stats *st)
 {
 	if (ctx == NULL || st == NULL)
 		return -EINVAL;
+	droce_dev_stats_read(droce_dev_of_ctx(ctx), st);
+	return 0;
+}
+
+void droce_dev_stats_read(const struct droce_dev *dev, struct droce_dev_stats *st)
+{
 	/* Counters are engine-owned and 64-bit: a torn read is impossible on
 	 * the 64-bit targets DPDK supports, a slightly stale one is fine. */
-	memcpy(st, &droce_dev_of_ctx(ctx)->st, sizeof(*st));
-	return 0;
+	memcpy(st, &dev->st, sizeof(*st));
+	if (droce_drv && droce_drv->eng_stats)
+		droce_drv->eng_stats(dev, st);
 }
 
 void droce_dev_stats_dump(struct ibv_context *ctx, FILE *f)

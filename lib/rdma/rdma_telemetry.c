@@ -48,7 +48,7 @@ static int tel_stats(const char *cmd, const char *params,
 	(void)cmd;
 	if (dev == NULL)
 		return -EINVAL;
-	memcpy(&s, &dev->st, sizeof(s));
+	droce_dev_stats_read(dev, &s);
 	rte_tel_data_start_dict(d);
 #define DROCE_STAT_TEL(name, help) rte_tel_data_add_dict_u64(d, #name, s.name);
 	DROCE_DEV_STATS(DROCE_STAT_TEL)

@@ -177,6 +177,23 @@ run read_lat-old 0 read_lat -s 64 -n 300 $APP --use_old_post_send &&
 run write_bw-inline-l 0 write_bw -s 100 -n 2000 -l 4 -I 128 $APP &&
 	check_bw write_bw-inline-l 100 2000 1
 
+# --cycles: the verbs calls' cycles and (devarg cycles=1) the engine's
+# stages; without it, no engine line (the stages are not timed)
+# eng <key>: a value on the DROCE_ENGINE line of $LAST
+eng() {
+	sed -n "s/^DROCE_ENGINE .* $1=\([^ ]*\).*/\1/p" "$LAST" | head -n 1
+}
+grep -q '^DROCE_ENGINE ' "$LAST" && fail "write_bw-inline-l: DROCE_ENGINE line without --cycles"
+run write_bw-cycles 0 write_bw -s 64 -n 2000 $APP --cycles &&
+	check_bw write_bw-cycles 64 2000 1 &&
+	{ grep -Eq '^DROCE_CYCLES .* msgs=2000 .* post_per_msg=[1-9]' "$LAST" ||
+	  fail "write_bw-cycles: no DROCE_CYCLES line for 2000 messages"
+	  awk -v l="$(eng c_eng_loops)" -v i="$(eng c_eng_idle)" \
+	      -v r="$(eng c_eng_rx_per_rx_frame)" -v w="$(eng c_eng_work_per_tx_frame)" \
+	      -v m="$(eng c_eng_per_msg)" \
+	      'BEGIN { exit !(l > 0 && i >= 0 && i < 1 && r > 0 && w > 0 && m > 0) }' ||
+	  fail "write_bw-cycles: engine stages missing or zero: $(grep '^DROCE_ENGINE' "$LAST")"; }
+
 # the engine on its own lcore, when there are two cores
 if [ "$NPROC" -ge 2 ]; then
 	run write_bw-lcore 0-1 write_bw -s 64 -n 2000 --engine=lcore &&
@@ -184,9 +201,11 @@ if [ "$NPROC" -ge 2 ]; then
 	run write_lat-lcore 0-1 write_lat -n 1000 --engine=lcore &&
 		check_lat write_lat-lcore 2 1000
 	# an engine per side: the client's in this thread, the server's on lcore 1
-	run send_bw-split 0-1 send_bw -s 64 -n 2000 --engine=split &&
+	run send_bw-split 0-1 send_bw -s 64 -n 2000 --engine=split --cycles &&
 		check_bw send_bw-split 64 2000 1 &&
-		{ grep -q ' engine=split ' "$LAST" || fail "send_bw-split: not reported as split"; }
+		{ grep -q ' engine=split ' "$LAST" || fail "send_bw-split: not reported as split"; } &&
+		{ [ -n "$(eng c_eng_per_msg)" ] && [ -n "$(eng s_eng_per_msg)" ] ||
+		  fail "send_bw-split --cycles: not one engine line per side: $(grep '^DROCE_ENGINE' "$LAST")"; }
 	run read_lat-split 0-1 read_lat -s 64 -n 500 --engine=split &&
 		check_lat read_lat-split 64 500
 fi

@@ -119,6 +119,13 @@ int main(void)
 	CHECK_EQ((uint64_t)json_num(r, "tx_bytes"), st.tx_bytes);
 	CHECK(st.tx_pkts >= 50 * 4);	/* 4 KiB at path MTU 1024: 4 each */
 	CHECK(json_num(r, "retransmits") == 0 && json_num(r, "rx_icrc_err") == 0);
+	/* The engine's counters come through both: its iterations always,
+	 * its stage cycles only with the devarg cycles=1 (off here). */
+	CHECK(st.eng_loops > 0 && json_num(r, "eng_loops") > 0);
+	CHECK(st.eng_busy_loops > 0 && st.eng_busy_loops <= st.eng_loops);
+	CHECK(st.eng_rx_cycles == 0 && st.eng_work_cycles == 0 &&
+	      st.eng_tx_cycles == 0 && json_num(r, "eng_tx_cycles") == 0);
+	CHECK(droce_create_ring_pair("ip=198.18.2.1,cycles=2", NULL) < 0);
 
 	r = tel("/droce/qps,1");
 	snprintf(cmd, sizeof(cmd), "%u", qb->qp_num);

@@ -357,10 +357,16 @@ static int run_exec(struct droce_engine *eng)
 	return 1;
 }
 
+/* cycles=1: the TSC now, else 0 (the stages are then not timed). */
+static inline uint64_t stage_tsc(const struct droce_engine *eng)
+{
+	return unlikely(eng->stage_cycles) ? rte_rdtsc() : 0;
+}
+
 int eth_engine_iter(struct droce_engine *eng)
 {
 	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
-	uint64_t now;
+	uint64_t now, t_rx = stage_tsc(eng), t_work, t_tx;
 	int n = 0;
 
 	/* While a transmit queue is backed up, receive more: what comes in
@@ -378,9 +384,11 @@ int eth_engine_iter(struct droce_engine *eng)
 				break;
 		}
 	}
+	t_work = stage_tsc(eng);
 	n += drain_doorbells(eng);
 	if (eng->resp_head || eng->active_head)
 		n += run_active(eng);
+	t_tx = stage_tsc(eng);
 	for (uint32_t i = 0; i < nd; i++) {
 		if (eng->devs[i]->txq_len)
 			n += eth_tx_flush(eng->devs[i]);
@@ -388,6 +396,11 @@ int eth_engine_iter(struct droce_engine *eng)
 			eng->backlog = true;
 	}
 	now = eth_now();
+	if (unlikely(eng->stage_cycles)) {
+		eng->cyc_rx += t_work - t_rx;
+		eng->cyc_work += t_tx - t_work;
+		eng->cyc_tx += now - t_tx;
+	}
 	account_stall(eng, now);
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
@@ -577,6 +590,8 @@ int eth_engine_attach(struct droce_dev *dev)
 			goto out;
 		}
 	}
+	if (dev->args.cycles)
+		eng->stage_cycles = true;
 	/* Any device's idle_us applies to the whole engine: the smallest wins. */
 	if (eng->nb_devs == 0 || dev->args.idle_us < eng->idle_us)
 		eng->idle_us = dev->args.idle_us;
@@ -700,7 +715,22 @@ static void eth_app_waiting(struct droce_dev *dev, int delta)
 			   __ATOMIC_RELAXED);
 }
 
+static void eth_eng_stats(const struct droce_dev *dev,
+			  struct droce_dev_stats *st)
+{
+	const struct droce_engine *eng = dev->eng;
+
+	if (eng == NULL)
+		return;
+	st->eng_loops = eng->loops;
+	st->eng_busy_loops = eng->busy_loops;
+	st->eng_rx_cycles = eng->cyc_rx;
+	st->eng_work_cycles = eng->cyc_work;
+	st->eng_tx_cycles = eng->cyc_tx;
+}
+
 static const struct droce_drv_ops eth_ops = {
+	.eng_stats = eth_eng_stats,
 	.app_waiting = eth_app_waiting,
 	.dev_probe = eth_dev_probe,
 	.dev_remove = eth_dev_remove,

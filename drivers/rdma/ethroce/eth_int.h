@@ -95,6 +95,8 @@ struct droce_engine {
 	/* load */
 	uint64_t loops;
 	uint64_t busy_loops;
+	bool stage_cycles;		/* some device asked for cycles=1 */
+	uint64_t cyc_rx, cyc_work, cyc_tx;	/* TSC per stage, when timed */
 	struct rte_mbuf *rx[ETH_RX_BURST];
 };
 
