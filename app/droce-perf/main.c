@@ -98,6 +98,8 @@ static void usage(const char *argv0)
 	printf("                             verbs calls; split: the client's driven by this\n");
 	printf("                             thread, the server's on the worker (an engine per side)\n");
 	printf("      --idle_us=<us>         loopback: engine idle sleep limit (droce's idle_us)\n");
+	printf("      --post_drive=<n>       loopback: app-driven engine turned every <n> posts\n"
+	       "                             (droce's post_drive; 0: only polls drive it)\n");
 	printf("      --nb_mbuf=<n>          loopback: mbufs per device (droce's nb_mbuf)\n");
 	printf("      --zc_min=<bytes>       loopback: zero-copy transmit of packet payloads\n"
 	       "                             of at least this size (droce's zc_min; 0 off)\n");
@@ -116,7 +118,7 @@ static void usage(const char *argv0)
 enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
-	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND,
+	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE,
 };
 
 static int bad(const char *what, const char *arg)
@@ -166,6 +168,7 @@ static int parse_args(int argc, char **argv)
 		{ "loopback", 0, NULL, O_LOOPBACK },
 		{ "engine", 1, NULL, O_ENGINE },
 		{ "idle_us", 1, NULL, O_IDLE_US },
+		{ "post_drive", 1, NULL, O_POST_DRIVE },
 		{ "nb_mbuf", 1, NULL, O_NB_MBUF },
 		{ "zc_min", 1, NULL, O_ZC_MIN },
 		{ "per_qp", 0, NULL, O_PER_QP }, { "kv", 0, NULL, O_KV },
@@ -344,6 +347,11 @@ static int parse_args(int argc, char **argv)
 				opt.engine = ENG_SPLIT;
 			else
 				return bad("engine (lcore, app or split)", optarg);
+			break;
+		case O_POST_DRIVE:
+			if (parse_num(optarg, 0, 1 << 20, &v))
+				return bad("post_drive", optarg);
+			opt.post_drive = (int)v;
 			break;
 		case O_IDLE_US:
 			if (parse_num(optarg, 0, 1000000, &v))
@@ -646,6 +654,9 @@ static int main_loopback(const char *argv0)
 	if (opt.idle_us >= 0)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",idle_us=%d", opt.idle_us);
+	if (opt.post_drive >= 0)
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",post_drive=%d", opt.post_drive);
 	if (opt.nb_mbuf)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",nb_mbuf=%u", opt.nb_mbuf);
@@ -1039,6 +1050,7 @@ int main(int argc, char **argv)
 	opt.output = OUT_FULL;
 	opt.margin = -1;
 	opt.idle_us = -1;
+	opt.post_drive = -1;
 	opt.post_list = 1;
 	if (t < 0 && argc > 1) {
 		t = find_test(argv[1]);

@@ -112,10 +112,12 @@ free_port() {
 # core), perftest's TCP exchange on 127.0.0.1. Prints the client's
 # DROCE_PERF line.
 pair() {
-	local sock port spid dir t0 cyc="" PAIR_N=${BASHPID}x${RANDOM}
+	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
 	dir=$WORK/pair.$PAIR_N
-	# --cycles: time the engines' stages too (devarg cycles=1)
-	case " $* " in *" --cycles "*) cyc=",cycles=1" ;; esac
+	# more devargs for both devices from PAIR_DEVARGS; --cycles: time the
+	# engines' stages too (devarg cycles=1)
+	cyc=${PAIR_DEVARGS:+,$PAIR_DEVARGS}
+	case " $* " in *" --cycles "*) cyc="$cyc,cycles=1" ;; esac
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0

@@ -43,6 +43,10 @@ extern "C" {
  *                  whatever its PMD reports: net_af_packet reports 1500
  *                  whatever its framesz (give it framesz/blocksz that hold
  *                  the frames, e.g. framesz=4352,blocksz=69632 for mtu=4096)
+ *   post_drive=N   lcore=app: a post that brings the WQEs posted since the
+ *                  last such turn to N runs one engine iteration itself,
+ *                  so packets leave while the application is still posting
+ *                  a window (default 16; 0: only polls drive the engine)
  *   cycles=0|1     time the engine's stages with rte_rdtsc (default 0):
  *                  the eng_*_cycles counters below; four TSC reads per
  *                  engine iteration, so off unless measuring

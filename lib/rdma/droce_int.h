@@ -361,6 +361,7 @@ struct droce_qp {
 	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
 	uint32_t sq_ci_seen;		/* sq_ci as last read (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
+	uint32_t sq_pi_driven;		/* sq_pi_app when a post last turned the engine */
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */
 	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */
@@ -482,6 +483,7 @@ struct droce_devargs {
 	uint16_t vlan_tci;		/* 802.1Q: prio << 13 | vid; 0 = untagged */
 	uint32_t zc_min;		/* zero-copy tx from this payload size; 0 off */
 	uint32_t cycles;		/* time the engine's stages (eng_*_cycles) */
+	uint32_t post_drive;		/* lcore=app: posts per engine turn; 0 off */
 };
 
 struct droce_dev {

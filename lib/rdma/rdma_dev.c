@@ -136,7 +136,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
 		"arp_timeout_ms", "port", "impair", "vlan", "prio", "port_mtu",
-		"zc_min", "cycles", NULL
+		"zc_min", "cycles", "post_drive", NULL
 	};
 	struct rte_kvargs *kv;
 	uint32_t vid = 0, prio = 0;
@@ -146,6 +146,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	a->max_mtu = 1024;
 	a->idle_us = 200;
 	a->nb_mbuf = 8191;
+	a->post_drive = 16;
 	a->arp_timeout_ms = 1000;
 	if (str == NULL || *str == '\0')
 		return -EINVAL;	/* ip is required */
@@ -170,7 +171,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "prio", parse_u32, &prio) ||
 	    rte_kvargs_process(kv, "port_mtu", parse_u32, &a->port_mtu) ||
 	    rte_kvargs_process(kv, "zc_min", parse_u32, &a->zc_min) ||
-	    rte_kvargs_process(kv, "cycles", parse_u32, &a->cycles)) {
+	    rte_kvargs_process(kv, "cycles", parse_u32, &a->cycles) ||
+	    rte_kvargs_process(kv, "post_drive", parse_u32, &a->post_drive)) {
 		ret = -EINVAL;
 		goto out;
 	}

@@ -123,6 +123,30 @@ static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
 	droce_drv->qp_notify(qp);
 }
 
+/*
+ * lcore=app: the engine runs only inside the application's verbs calls,
+ * and a bandwidth loop posts a whole window before it polls; the wire
+ * then idles while it posts, and the peer while it waits. Every
+ * post_drive WQEs, the post turns the engine once (drive_after_post),
+ * so the first packets leave, and ACKs come in, while the rest are being
+ * posted. Decided under the SQ lock; 0 for an engine thread of its own.
+ */
+static inline bool post_drives(struct droce_qp *qp, uint32_t pi)
+{
+	uint32_t n = qp->dev->args.post_drive;
+
+	if (qp->dev->args.lcore >= 0 || n == 0 || pi - qp->sq_pi_driven < n)
+		return false;
+	qp->sq_pi_driven = pi;
+	return true;
+}
+
+/* Without the SQ lock: the engine may complete and flush this very QP. */
+static inline void drive_after_post(struct droce_qp *qp)
+{
+	droce_drv->poll(qp->dev);
+}
+
 /* Room is judged from the consumer index last seen, and sq_ci (a line the
  * engine writes) is read again only when that says full: most posts then
  * touch no line of the engine's. A stale value only under-estimates the
@@ -168,6 +192,7 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct droce_qp *qp = droce_qp_of(ibqp);
 	enum ibv_qp_state st;
 	uint32_t pi;
+	bool drive = false;
 	int err = 0;
 
 	rte_spinlock_lock(&qp->sq_lock);
@@ -305,8 +330,11 @@ out:
 	if (pi != qp->sq_pi_app) {
 		qp->sq_pi_app = pi;
 		ring_doorbell(qp, pi);
+		drive = post_drives(qp, pi);
 	}
 	rte_spinlock_unlock(&qp->sq_lock);
+	if (drive)
+		drive_after_post(qp);
 	if (err && bad_wr)
 		*bad_wr = wr;
 	return err;
@@ -688,6 +716,7 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	struct droce_qp *qp = qpx(ex);
 	enum ibv_qp_state st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 	int err = qp->wr_err;
+	bool drive = false;
 
 	if (!err && (st < IBV_QPS_RTS || st == IBV_QPS_UNKNOWN))
 		err = EINVAL;
@@ -695,9 +724,12 @@ static int wr_complete(struct ibv_qp_ex *ex)
 		qp->sq_pi_app = qp->sq_pi_start;
 	} else if (qp->sq_pi_app != qp->sq_pi_start) {
 		ring_doorbell(qp, qp->sq_pi_app);
+		drive = post_drives(qp, qp->sq_pi_app);
 	}
 	qp->wr_cur = NULL;
 	rte_spinlock_unlock(&qp->sq_lock);
+	if (drive)
+		drive_after_post(qp);
 	return err;
 }
 

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * post_drive=N on app-driven devices (lcore=app): the post that brings the
+ * WQEs posted since the last such turn to N runs one engine iteration
+ * itself, so its packets are on the wire when ibv_post_send (or
+ * ibv_wr_complete) returns, before the application polls. Checked with the
+ * device's tx_pkts and eng_loops right after each post (the count runs
+ * from the last turn a post made; polls do not reset it), for ibv_post_send
+ * and the ibv_wr_* API; then a stream of WRITEs with a CQE every 7 and no
+ * polling between the posts of a window, data compared byte for byte.
+ * post_drive=0 leaves the engine to the polls (and the keeper thread).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "droce.h"
+#include "droce_test.h"
+
+#define DRIVE 4
+#define SLOT 64
+
+static struct dt_env env;
+static struct dt_dev *A, *B;
+
+static uint64_t tx_of(struct dt_dev *d, uint64_t *loops)
+{
+	struct droce_dev_stats st;
+
+	CHECK_OK(droce_dev_stats_get(d->ctx, &st));
+	if (loops)
+		*loops = st.eng_loops;
+	return st.tx_pkts;
+}
+
+static void post_write(struct ibv_qp *qp, bool wr_api, uint8_t *src,
+		       uint32_t lkey, uint64_t dst, uint32_t rkey, uint64_t id,
+		       bool signaled)
+{
+	if (wr_api) {
+		struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
+		ibv_wr_rdma_write(x, rkey, dst);
+		ibv_wr_set_sge(x, lkey, (uintptr_t)src, SLOT);
+		CHECK_OK(ibv_wr_complete(x));
+	} else {
+		struct ibv_sge sge = { (uintptr_t)src, SLOT, lkey };
+		struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge,
+			.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = signaled ? IBV_SEND_SIGNALED : 0 }, *bad;
+
+		wr.wr.rdma.remote_addr = dst;
+		wr.wr.rdma.rkey = rkey;
+		CHECK_OK(ibv_post_send(qp, &wr, &bad));
+	}
+}
+
+int main(void)
+{
+	struct dt_cq sa, ra, sb, rb;
+	struct ibv_qp *qa, *qb;
+	struct dt_conn_cfg cc;
+	struct dt_qp_cfg qc;
+	uint8_t *src = dt_alloc(1 << 16), *dst = dt_alloc(1 << 16);
+	struct ibv_mr *mra, *mrb;
+	char da[128], db[128];
+
+	dt_watchdog(120);
+	dt_seed_init();
+	snprintf(da, sizeof(da), "ip=198.18.0.1,lcore=app,post_drive=%d", DRIVE);
+	snprintf(db, sizeof(db), "ip=198.18.0.2,lcore=app,post_drive=0");
+	dt_init(&env, "test_post_drive", da, db);
+	A = &env.dev[0];
+	B = &env.dev[1];
+	dt_cq_create(A, 256, false, &sa);
+	dt_cq_create(A, 16, false, &ra);
+	dt_cq_create(B, 256, false, &sb);
+	dt_cq_create(B, 16, false, &rb);
+	dt_qp_cfg_default(&qc);
+	qc.max_send_wr = 256;
+	qc.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+	qa = dt_qp_create(A, sa.cq, ra.cq, &qc, NULL);
+	qb = dt_qp_create(B, sb.cq, rb.cq, &qc, NULL);
+	CHECK_PTR(qa);
+	CHECK_PTR(qb);
+	dt_conn_cfg_default(&cc);
+	dt_connect(A, qa, 0x100, B, qb, 0x200, &cc);
+	mra = dt_reg_mr(A->pd, src, 1 << 16, DT_ACCESS_ALL);
+	mrb = dt_reg_mr(B->pd, dst, 1 << 16, DT_ACCESS_ALL);
+	CHECK_PTR(mra);
+	CHECK_PTR(mrb);
+	for (size_t i = 0; i < (1 << 16); i++)
+		src[i] = (uint8_t)dt_rand_range(0, 255);
+	/* First WRITEs each way, polled: both ends have resolved their
+	 * peer's MAC (ARP) before frames are counted. DRIVE of them on A:
+	 * the count of posts runs from the last turn a post made, not from
+	 * a poll, so the checks below start at a turn. */
+	{
+		struct ibv_wc wc;
+
+		for (int i = 0; i < DRIVE; i++)
+			post_write(qa, false, src, mra->lkey, (uintptr_t)dst,
+				   mrb->rkey, 99, i == DRIVE - 1);
+		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		post_write(qb, false, dst, mrb->lkey, (uintptr_t)src + 32768,
+			   mra->rkey, 99, true);
+		CHECK_EQ(dt_wait_wc(&sb, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+	}
+
+	/* Each API: DRIVE - 1 posts leave nothing on the wire (the engine
+	 * was just driven, so the keeper, which waits 1 ms of silence, has
+	 * no reason to run: a tolerance only for a descheduled thread), the
+	 * DRIVE-th sends all DRIVE frames before it returns. */
+	for (int api = 0; api < 2; api++) {
+		uint64_t tx0, l0, l1, early = 0;
+		struct ibv_wc wc;
+
+		droce_poll(A->ctx);
+		tx0 = tx_of(A, &l0);
+		for (int i = 0; i < DRIVE; i++) {
+			post_write(qa, api, src + i * SLOT, mra->lkey,
+				   (uintptr_t)dst + (uint64_t)i * SLOT, mrb->rkey,
+				   (uint64_t)i, i == DRIVE - 1);
+			if (i < DRIVE - 1 && tx_of(A, NULL) != tx0)
+				early++;
+		}
+		CHECK_EQ(tx_of(A, &l1) - tx0, (uint64_t)DRIVE);
+		CHECK(l1 > l0);
+		if (early)
+			printf("%s: frames left before the %dth post (keeper?)\n",
+			       api ? "ibv_wr_*" : "ibv_post_send", DRIVE);
+		CHECK(early <= 1);
+		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, (uint64_t)DRIVE - 1);
+		CHECK(memcmp(dst, src, DRIVE * SLOT) == 0);
+		memset(dst, 0, DRIVE * SLOT);
+		printf("%s: %d posts, %d frames sent by the last, engine turned %" PRIu64 " time(s)\n",
+		       api ? "ibv_wr_*" : "ibv_post_send", DRIVE, DRIVE, l1 - l0);
+	}
+
+	/* B (post_drive=0): posts alone move nothing; the poll sends. */
+	{
+		uint64_t tx0, l0, l1;
+		struct ibv_wc wc;
+
+		for (int i = 0; i < 2 * DRIVE * SLOT; i++)
+			dst[i] = (uint8_t)dt_rand_range(0, 255);
+		droce_poll(B->ctx);
+		tx0 = tx_of(B, &l0);
+		for (int i = 0; i < 2 * DRIVE; i++)
+			post_write(qb, i & 1, dst + i * SLOT, mrb->lkey,
+				   (uintptr_t)src + 32768 + (uint64_t)i * SLOT,
+				   mra->rkey, (uint64_t)i, i == 2 * DRIVE - 1);
+		tx_of(B, &l1);
+		printf("post_drive=0: %" PRIu64 " frames, %" PRIu64 " engine turns during %d posts\n",
+		       tx_of(B, NULL) - tx0, l1 - l0, 2 * DRIVE);
+		CHECK_EQ(dt_wait_wc(&sb, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+		CHECK(memcmp(src + 32768, dst, 2 * DRIVE * SLOT) == 0);
+	}
+
+	/* A stream: windows of 200 WRITEs posted back to back (a CQE every
+	 * 7th and at the end of a window), then polled; every byte lands. */
+	for (int w = 0; w < 20; w++) {
+		uint32_t n = 200, sig = 0, got = 0;
+		uint64_t off = (uint64_t)dt_rand_range(0, 31) * SLOT;
+
+		memset(dst, 0, 1 << 16);
+		for (uint32_t i = 0; i < n; i++) {
+			bool s = i % 7 == 6 || i == n - 1;
+
+			post_write(qa, (i + (uint32_t)w) & 1, src + off + i * SLOT % 16384,
+				   mra->lkey, (uintptr_t)dst + (uint64_t)i * SLOT,
+				   mrb->rkey, (uint64_t)i, s);
+			sig += s;
+		}
+		while (got < sig) {
+			struct ibv_wc wc;
+			int k = dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE window");
+
+			CHECK_EQ(k, 1);
+			if (k != 1)
+				break;
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE);
+			got++;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			if (memcmp(dst + i * SLOT, src + off + i * SLOT % 16384,
+				   SLOT) != 0) {
+				CHECK(!"WRITE data differs");
+				printf("window %d, WRITE %u differs\n", w, i);
+				break;
+			}
+	}
+
+	CHECK_OK(ibv_destroy_qp(qa));
+	CHECK_OK(ibv_destroy_qp(qb));
+	CHECK_OK(ibv_dereg_mr(mra));
+	CHECK_OK(ibv_dereg_mr(mrb));
+	dt_cq_destroy(&sa);
+	dt_cq_destroy(&ra);
+	dt_cq_destroy(&sb);
+	dt_cq_destroy(&rb);
+	dt_fini(&env);
+	printf("test_post_drive: %s\n", dt_failures ? "FAILED" : "PASSED");
+	return dt_failures ? 1 : 0;
+}
