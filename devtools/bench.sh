@@ -271,7 +271,9 @@ if has cycles; then
 		frame=$(frame_of "$op" 64 $MTU_LB)
 		for _ in $(seq "$REPS"); do
 			c=$(ceil 0 pps -f "$frame" -D "$WIN" --cores 1)
-			out=$(LB_CORES=0 lb "$t" -s 64 -n 500000 --engine=app --cycles -N)
+			# one thread serves both ends: no second core for the
+			# overlap post_drive buys; measured as before it
+			out=$(LB_CORES=0 lb "$t" -s 64 -n 500000 --engine=app --post_drive=0 --cycles -N)
 			d=$(echo "$out" | grep '^DROCE_PERF'); y=$(echo "$out" | grep '^DROCE_CYCLES')
 			printf '%s\n' "$c" "$d" "$y" >>"$WORK/cycles.lines"
 			[ -n "$y" ] || continue
@@ -300,7 +302,7 @@ if has callgrind; then
 			DROCE_EAL_ARGS="-l 0 --no-huge -m 512 --no-pci --no-shconf $LOG --file-prefix bcg$$" \
 				timeout 900 valgrind --tool=callgrind --toggle-collect=run_bw \
 				--callgrind-out-file="$f" "$PERF" "$t" --loopback --engine=app \
-				-s 64 -n $CG_N -u 24 -N --kv --no_info >"$f.log" 2>&1
+				--post_drive=0 -s 64 -n $CG_N -u 24 -N --kv --no_info >"$f.log" 2>&1
 			d=$(grep -m1 '^DROCE_PERF' "$f.log")
 			frames=$(( $(kvget "$d" c_tx_pkts) + $(kvget "$d" s_tx_pkts) ))
 			msgs=$(kvget "$d" msgs)
