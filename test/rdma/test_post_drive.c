@@ -208,6 +208,8 @@ int main(void)
 	dt_cq_destroy(&ra);
 	dt_cq_destroy(&sb);
 	dt_cq_destroy(&rb);
+	free(src);
+	free(dst);
 	dt_fini(&env);
 	printf("test_post_drive: %s\n", dt_failures ? "FAILED" : "PASSED");
 	return dt_failures ? 1 : 0;

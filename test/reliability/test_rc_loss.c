@@ -8,9 +8,9 @@
  * packets. Checked: every operation completes exactly once, in order, with
  * SUCCESS and every CQE field right; every byte lands where it should; the
  * counters show that loss happened and was recovered (retransmissions,
- * NAKs, ICRC drops). Then atomics: fetch-and-add from both nodes on shared
- * counters ends at the exact sum at 10% loss, and compare-and-swap used as
- * a lock never lets two holders in.
+ * NAKs, ICRC drops). Then atomics, at 5% loss with duplicates and
+ * reordering: fetch-and-add from both nodes on shared counters ends at the
+ * exact sum, and compare-and-swap used as a lock never lets two holders in.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -498,7 +498,7 @@ static void faa_both_sides(uint64_t per_qp)
 	dt_qp_cfg_default(&qc);
 	dt_conn_cfg_default(&cc);
 	cc.access = access;
-	/* 4 ms, as in the loss rounds: these run at 10 % loss too, and at
+	/* 4 ms, as in the loss rounds: these ran at 10 % loss too, and at
 	 * 1 ms (~27 ms of silence fails a WR) a loaded CI host failed the
 	 * CAS lock with RETRY_EXC_ERR. */
 	cc.timeout = 10;
@@ -756,7 +756,14 @@ int main(void)
 		loss_round(losses[i], losses[i] >= 0.05 ? 400 :
 			   losses[i] >= 0.01 ? 600 : 1500, seed + i);
 
-	impair_both("rx_drop=0.10,rx_dup=0.05,rx_reorder=0.10,seed=99");
+	/* 5 % each way, not 10: an atomic and its answer both get through
+	 * with p = 0.9025 at 5 % (0.81 at 10 %), and a WR fails when all 8
+	 * tries of retry_cnt 7 miss: 8e-9 per operation here against 1.7e-6
+	 * at 10 %, which over these ~2 400 one-at-a-time operations failed
+	 * a run now and then (RETRY_EXC_ERR in the CAS lock, 2026-11-22).
+	 * Duplicates and reordering, what atomics must survive exactly once,
+	 * stay as they were. */
+	impair_both("rx_drop=0.05,rx_dup=0.05,rx_reorder=0.10,seed=99");
 	faa_both_sides(300);
 	cas_lock(40);
 	impair_both("drop=0,dup=0,reorder=0,corrupt=0");
