@@ -162,6 +162,9 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 		  const uint32_t *crc);
 int eth_tx_flush(struct droce_dev *dev);
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);
+bool eth_img_response(struct droce_qp *qp, uint8_t rop, uint32_t psn,
+		      uint32_t msn, const uint64_t *orig, const uint8_t *src,
+		      uint32_t len);
 static inline bool eth_tx_busy(const struct droce_dev *dev)
 {
 	return dev->txq_len >= ETH_TXQ_HIGH || dev->loopq_len >= ETH_TXQ_HIGH;

@@ -562,6 +562,19 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
  * longer such messages take the same way (send_img_packet); everything
  * else goes the general way (send_one).
  */
+/* Extended header fields, big-endian at any alignment. */
+static inline void put_be64(uint8_t *b, uint64_t x)
+{
+	x = rte_cpu_to_be_64(x);
+	memcpy(b, &x, 8);
+}
+
+static inline void put_be32(uint8_t *b, uint32_t x)
+{
+	x = rte_cpu_to_be_32(x);
+	memcpy(b, &x, 4);
+}
+
 static inline bool is_send_write(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
@@ -691,22 +704,22 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 					       qp->req_off == 0,
 					       qp->req_off + seg == v->length);
 	}
-	p = qp->tmpl;
-
 	if (op_is_atomic(v->op)) {
-		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
-				       v->op == MLX5_OPCODE_ATOMIC_CS ?
-				       ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD);
-		p.psn = qp->req_psn;
-		p.ack_req = true;
-		p.atm_va = v->raddr;
-		p.atm_rkey = v->rkey;
-		p.atm_swap_add = v->swap_add;
-		p.atm_compare = v->compare;
-		m = eth_build(qp, &p, 0, &pl);
+		uint8_t *ext;
+
+		/* From the header image: BTH (AckReq), AtomicETH. */
+		m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						  v->op == MLX5_OPCODE_ATOMIC_CS ?
+						  ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD),
+				  0, ROCE_BTH_ACKREQ | qp->req_psn,
+				  ROCE_ATMETH_LEN, 0, &ext);
 		if (unlikely(m == NULL))
 			return false;
-		eth_finish(qp->dev, m, &p);
+		put_be64(ext, v->raddr);
+		put_be32(ext + 8, v->rkey);
+		put_be64(ext + 12, v->swap_add);
+		put_be64(ext + 20, v->compare);
+		eth_img_send(qp, m, ROCE_ATMETH_LEN, NULL);
 		st->psn_last = qp->req_psn;
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
 		eth_rd_count(qp, st);
@@ -718,16 +731,18 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		/* req_off > 0: the first responses arrived before a loss; ask
 		 * for the rest only, from the first missing PSN (IBTA 9.7.4.1.4:
 		 * a READ may be re-issued for the remaining part). */
-		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ);
-		p.psn = qp->req_psn;
-		p.ack_req = true;
-		p.reth_va = v->raddr + qp->req_off;
-		p.reth_rkey = v->rkey;
-		p.reth_len = v->length - qp->req_off;
-		m = eth_build(qp, &p, 0, &pl);
+		uint8_t *ext;
+
+		m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						  ROCE_OP_READ_REQ),
+				  0, ROCE_BTH_ACKREQ | qp->req_psn,
+				  ROCE_RETH_LEN, 0, &ext);
 		if (unlikely(m == NULL))
 			return false;
-		eth_finish(qp->dev, m, &p);
+		put_be64(ext, v->raddr + qp->req_off);
+		put_be32(ext + 8, v->rkey);
+		put_be32(ext + 12, v->length - qp->req_off);
+		eth_img_send(qp, m, ROCE_RETH_LEN, NULL);
 		qp->req_psn = roce_psn_add(st->psn_first, st->npkts);
 		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
 		eth_rd_count(qp, st);
@@ -735,6 +750,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		qp->req_off = 0;
 		return true;
 	}
+	p = qp->tmpl;
 	{
 		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
 		bool first = qp->req_off == 0;

@@ -521,16 +521,12 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			&qp->rd_jobs[qp->rd_head & (DROCE_READ_JOBS - 1)];
 		uint32_t seg = RTE_MIN(qp->mtu, j->len - j->sent);
 		bool first = j->sent == 0, last = j->sent + seg == j->len;
-		struct roce_pkt p = qp->tmpl;
-		struct rte_mbuf *m;
-		uint8_t *pl;
 
 		if (unlikely(!eth_qp_tmpl_ok(qp))) {
 			bool failed;
 
 			if (!eth_qp_resolve(qp, &failed))
 				return;	/* the requester's MAC arrives with its packets */
-			p = qp->tmpl;
 		}
 		if (eth_tx_busy(qp->dev)) {
 			*budget = 0;
@@ -550,34 +546,25 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			return;
 		}
 		if (j->atomic) {
-			p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ATOMIC_ACK);
-			p.psn = j->psn;
-			p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
-			p.aeth_msn = j->msn;
-			p.atmack_orig = j->orig;
-			m = eth_build(qp, &p, 0, &pl);
-			if (unlikely(m == NULL))
+			if (unlikely(!eth_img_response(qp, ROCE_OP_ATOMIC_ACK,
+						       j->psn, j->msn, &j->orig,
+						       NULL, 0)))
 				return;
-			eth_finish(qp->dev, m, &p);
 			qp->st.tx_pkts++;
 			(*budget)--;
 			qp->rd_replays -= j->replay;
 			qp->rd_head++;
 			continue;
 		}
-		p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC,
-			first && last ? ROCE_OP_READ_RESP_ONLY :
-			first ? ROCE_OP_READ_RESP_FIRST :
-			last ? ROCE_OP_READ_RESP_LAST : ROCE_OP_READ_RESP_MIDDLE);
-		p.psn = j->psn;
-		p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
-		p.aeth_msn = j->msn;
-		m = eth_build(qp, &p, seg, &pl);
-		if (unlikely(m == NULL))
-			return;
 		/* A zero-length READ has no source (host NULL). */
-		eth_send_payload(qp->dev, m, &p, pl,
-				 seg ? j->host + j->sent : NULL, seg);
+		if (unlikely(!eth_img_response(qp,
+				first && last ? ROCE_OP_READ_RESP_ONLY :
+				first ? ROCE_OP_READ_RESP_FIRST :
+				last ? ROCE_OP_READ_RESP_LAST :
+				       ROCE_OP_READ_RESP_MIDDLE,
+				j->psn, j->msn, NULL,
+				seg ? j->host + j->sent : NULL, seg)))
+			return;
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;

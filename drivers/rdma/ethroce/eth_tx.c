@@ -366,6 +366,49 @@ static void count_ack_tx(struct droce_qp *qp, uint8_t syndrome)
 	qp->st.naks_tx++;
 }
 
+/*
+ * A READ response packet (rop READ_RESP_*, len bytes from src) or an
+ * atomic ACK (rop ATOMIC_ACK, *orig) from the header image (eth_qp_tmpl_ok()
+ * must hold), queued: the bytes eth_build and eth_send_payload gave, with
+ * no roce_pkt copied from the template and no header cache compare. The
+ * AETH (an ACK, credits invalid, msn) on all but a READ MIDDLE (IBTA
+ * 9.7.5.1, table 38). False if mbufs ran out (nothing sent).
+ */
+bool eth_img_response(struct droce_qp *qp, uint8_t rop, uint32_t psn,
+		      uint32_t msn, const uint64_t *orig, const uint8_t *src,
+		      uint32_t len)
+{
+	uint32_t ext_len = rop == ROCE_OP_READ_RESP_MIDDLE ? 0 :
+			   ROCE_AETH_LEN + (orig ? ROCE_ATMACK_LEN : 0);
+	bool fused = len >= ETH_CRC_COPY_MIN;
+	struct rte_mbuf *m;
+	uint32_t crc = 0;
+	uint8_t *ext;
+
+	m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC, rop), 0,
+			  psn & ROCE_PSN_MASK, ext_len, len, &ext);
+	if (unlikely(m == NULL))
+		return false;
+	if (ext_len) {
+		ext[0] = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
+		ext[1] = (uint8_t)(msn >> 16);
+		ext[2] = (uint8_t)(msn >> 8);
+		ext[3] = (uint8_t)msn;
+	}
+	if (orig) {
+		uint64_t be = rte_cpu_to_be_64(*orig);
+
+		memcpy(ext + ROCE_AETH_LEN, &be, ROCE_ATMACK_LEN);
+	}
+	if (fused)
+		crc = roce_crc32_copy(eth_img_hdrs_crc(qp, m, ext_len),
+				      ext + ext_len, src, len);
+	else if (len)	/* src may be NULL then */
+		memcpy(ext + ext_len, src, len);
+	eth_img_send(qp, m, ext_len, fused ? &crc : NULL);
+	return true;
+}
+
 void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	struct roce_pkt p;
