@@ -60,7 +60,8 @@ static void post_write(struct ibv_qp *qp, bool wr_api, uint8_t *src,
 
 int main(void)
 {
-	struct dt_cq sa, ra, sb, rb;
+	struct dt_rc_pair rp;
+	struct dt_cq *sa = &rp.sa, *sb = &rp.sb;
 	struct ibv_qp *qa, *qb;
 	struct dt_conn_cfg cc;
 	struct dt_qp_cfg qc;
@@ -75,19 +76,13 @@ int main(void)
 	dt_init(&env, "test_post_drive", da, db);
 	A = &env.dev[0];
 	B = &env.dev[1];
-	dt_cq_create(A, 256, false, &sa);
-	dt_cq_create(A, 16, false, &ra);
-	dt_cq_create(B, 256, false, &sb);
-	dt_cq_create(B, 16, false, &rb);
 	dt_qp_cfg_default(&qc);
 	qc.max_send_wr = 256;
 	qc.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
-	qa = dt_qp_create(A, sa.cq, ra.cq, &qc, NULL);
-	qb = dt_qp_create(B, sb.cq, rb.cq, &qc, NULL);
-	CHECK_PTR(qa);
-	CHECK_PTR(qb);
 	dt_conn_cfg_default(&cc);
-	dt_connect(A, qa, 0x100, B, qb, 0x200, &cc);
+	dt_rc_pair_open(&rp, A, B, 256, &qc, &cc, NULL, 0x100, 0x200);
+	qa = rp.qa;
+	qb = rp.qb;
 	mra = dt_reg_mr(A->pd, src, 1 << 16, DT_ACCESS_ALL);
 	mrb = dt_reg_mr(B->pd, dst, 1 << 16, DT_ACCESS_ALL);
 	CHECK_PTR(mra);
@@ -104,11 +99,11 @@ int main(void)
 		for (int i = 0; i < DRIVE; i++)
 			post_write(qa, false, src, mra->lkey, (uintptr_t)dst,
 				   mrb->rkey, 99, i == DRIVE - 1);
-		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
+		CHECK_EQ(dt_wait_wc(sa, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		post_write(qb, false, dst, mrb->lkey, (uintptr_t)src + 32768,
 			   mra->rkey, 99, true);
-		CHECK_EQ(dt_wait_wc(&sb, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
+		CHECK_EQ(dt_wait_wc(sb, &wc, 1, DT_WAIT_S, "first WRITE"), 1);
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 	}
 
@@ -135,7 +130,7 @@ int main(void)
 			printf("%s: frames left before the %dth post (keeper?)\n",
 			       api ? "ibv_wr_*" : "ibv_post_send", DRIVE);
 		CHECK(early <= 1);
-		CHECK_EQ(dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+		CHECK_EQ(dt_wait_wc(sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK_EQ(wc.wr_id, (uint64_t)DRIVE - 1);
 		CHECK(memcmp(dst, src, DRIVE * SLOT) == 0);
@@ -160,7 +155,7 @@ int main(void)
 		tx_of(B, &l1);
 		printf("post_drive=0: %" PRIu64 " frames, %" PRIu64 " engine turns during %d posts\n",
 		       tx_of(B, NULL) - tx0, l1 - l0, 2 * DRIVE);
-		CHECK_EQ(dt_wait_wc(&sb, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+		CHECK_EQ(dt_wait_wc(sb, &wc, 1, DT_WAIT_S, "WRITE"), 1);
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK(memcmp(src + 32768, dst, 2 * DRIVE * SLOT) == 0);
 	}
@@ -182,7 +177,7 @@ int main(void)
 		}
 		while (got < sig) {
 			struct ibv_wc wc;
-			int k = dt_wait_wc(&sa, &wc, 1, DT_WAIT_S, "WRITE window");
+			int k = dt_wait_wc(sa, &wc, 1, DT_WAIT_S, "WRITE window");
 
 			CHECK_EQ(k, 1);
 			if (k != 1)
@@ -200,14 +195,9 @@ int main(void)
 			}
 	}
 
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_destroy_qp(qb));
+	dt_rc_pair_close(&rp);
 	CHECK_OK(ibv_dereg_mr(mra));
 	CHECK_OK(ibv_dereg_mr(mrb));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	dt_cq_destroy(&sb);
-	dt_cq_destroy(&rb);
 	free(src);
 	free(dst);
 	dt_fini(&env);
