@@ -575,6 +575,15 @@ static inline void put_be32(uint8_t *b, uint32_t x)
 	memcpy(b, &x, 4);
 }
 
+/* The RETH of a WRITE's first packet or of a READ request. */
+static inline void put_reth(uint8_t *b, uint64_t va, uint32_t rkey,
+			    uint32_t len)
+{
+	put_be64(b, va);
+	put_be32(b + 8, rkey);
+	put_be32(b + 12, len);
+}
+
 static inline bool is_send_write(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
@@ -638,14 +647,8 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 			   ROCE_BTH_ACKREQ : 0) | psn, ext_len, seg, &ext);
 	if (unlikely(m == NULL))
 		return false;
-	if (reth) {
-		uint64_t va = rte_cpu_to_be_64(v->raddr);
-		uint32_t w[2] = { rte_cpu_to_be_32(v->rkey),
-				  rte_cpu_to_be_32(v->length) };
-
-		memcpy(ext, &va, 8);
-		memcpy(ext + 8, w, 8);
-	}
+	if (reth)
+		put_reth(ext, v->raddr, v->rkey, v->length);
 	if (immdt)	/* already big-endian */
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
 	if (fused)
@@ -739,9 +742,8 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 				  ROCE_RETH_LEN, 0, &ext);
 		if (unlikely(m == NULL))
 			return false;
-		put_be64(ext, v->raddr + qp->req_off);
-		put_be32(ext + 8, v->rkey);
-		put_be32(ext + 12, v->length - qp->req_off);
+		put_reth(ext, v->raddr + qp->req_off, v->rkey,
+			 v->length - qp->req_off);
 		eth_img_send(qp, m, ROCE_RETH_LEN, NULL);
 		qp->req_psn = roce_psn_add(st->psn_first, st->npkts);
 		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
