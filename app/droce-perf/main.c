@@ -833,8 +833,14 @@ static int remote_bw(struct perf_side *me)
 	report_bw_header();
 	if (!client) {
 		/* the server's engine answers; it waits for the client */
-		if (hs0(me) || oob_bw_reports(&mine, &theirs, oob_rem_version))
+		stats_get(me, &me->ds0);
+		if (hs0(me))
 			return -1;
+		stats_get(me, &me->ds1);
+		if (oob_bw_reports(&mine, &theirs, oob_rem_version))
+			return -1;
+		run_set_size(nsizes() == 1 ? size_at(0) : 0);	/* 0: -a */
+		report_passive_engine(me);
 		if (full_out())
 			report_bw_print(&theirs);
 		if (oob_close(&me->my[0], &me->rem[0]))

@@ -226,6 +226,7 @@ void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
 		  const struct perf_bw_report *r, double secs);
 void report_kv_lat(const struct perf_side *c, const struct perf_side *srv);
 void report_cycles(const struct perf_side *c, const struct perf_side *srv);
+void report_passive_engine(const struct perf_side *s);
 
 /* oob.c: perftest's out-of-band exchange */
 int oob_connect(void);

@@ -512,6 +512,22 @@ static void report_engine(const char *tag, const struct perf_side *s,
 	printf(" %s_eng_per_msg=%.1f", tag, (double)all / (double)(msgs ? msgs : 1));
 }
 
+/*
+ * --cycles on a passive end (a WRITE/READ/atomic server): its engine answers
+ * while this thread waits for the client's end of the run, so the counters
+ * span that wait; per message here means per frame received.
+ */
+void report_passive_engine(const struct perf_side *s)
+{
+	if (!opt.cycles || !DELTA(s, eng_loops) || !DELTA(s, eng_rx_cycles))
+		return;
+	printf("DROCE_ENGINE test=%s size=%" PRIu64, opt.test_name,
+	       run_get_size());
+	report_engine("s", s, NULL, DELTA(s, rx_pkts));
+	printf("\n");
+	fflush(stdout);
+}
+
 /* --cycles: where one thread's time went (app-driven engine), and with
  * the devarg cycles=1 (set in loopback) the engine's stages. */
 void report_cycles(const struct perf_side *c, const struct perf_side *srv)

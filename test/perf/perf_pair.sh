@@ -1,0 +1,183 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# app/droce-perf as two processes, perftest style: a server and a client,
+# each with its own EAL and app-driven engine, joined by a DPDK memif pair
+# (no kernel side) and perftest's out-of-band exchange over TCP on
+# 127.0.0.1. The path devtools/bench.sh measures; the loopback smoke test
+# never runs it. Checks the client's counts and data checks, a send_bw
+# server's received bytes, and that --cycles reports the passive WRITE
+# server's engine (its counters span the client's run). Never a speed.
+#
+# usage: perf_pair.sh <droce-perf>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
+
+set -u
+
+BIN=${1:?usage: $0 <droce-perf>}
+START=$SECONDS
+BUDGET=75
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+
+if [ ! -x "$BIN" ]; then
+	echo "FAIL: $BIN is not executable"
+	exit 1
+fi
+if [ "$(nproc 2>/dev/null || echo 1)" -lt 2 ]; then
+	echo "SKIPPED: two processes, one busy thread each, need two cores"
+	exit 77
+fi
+# memif's regions are memfd-backed: no hugepages needed
+EAL_MEM="--no-huge -m 256"
+LOG="--log-level=*:warning"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-perf-pair.XXXXXX") || exit 1
+PIDS=""
+cleanup() {
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -rf /run/dpdk/dpp$$* 2>/dev/null
+	if [ -n "${DROCE_TEST_KEEP:-}" ]; then
+		echo "logs kept in $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+FAILS=0
+RUNS=0
+fail() {
+	echo "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+
+listening() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" 'NR > 1 && $4 == "0A" &&
+			  substr($2, length($2) - 4) == p {f=1}
+			  END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+free_port() {
+	local p
+	for _ in $(seq 1 200); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		listening "$p" || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# pair <label> <args...>: server (core 0) and client (core 1); their
+# outputs in $SRV and $CLI. Fails when either exits non-zero.
+pair() {
+	local label=$1 port sock spid crc src left t0
+	shift
+	RUNS=$((RUNS + 1))
+	SRV=$WORK/$RUNS.server
+	CLI=$WORK/$RUNS.client
+	left=$((BUDGET - (SECONDS - START)))
+	if [ $left -lt 10 ]; then
+		fail "$label: out of time budget (${BUDGET}s)"
+		return 1
+	fi
+	[ $left -gt 30 ] && left=30
+	sock=$WORK/memif.$RUNS.sock
+	port=$(free_port) || { fail "$label: no free TCP port"; return 1; }
+	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix dpp$$s$RUNS --vdev=net_memif0,role=server,socket=$sock" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app,cycles=1" \
+		timeout -k 2 "$left" "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
+	spid=$!
+	PIDS="$PIDS $spid"
+	t0=$SECONDS
+	until listening "$port"; do
+		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$label: server never listened"
+			tail -n 5 "$SRV" | sed 's/^/    /'
+			kill $spid 2>/dev/null
+			wait $spid 2>/dev/null
+			return 1
+		fi
+		sleep 0.05
+	done
+	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix dpp$$c$RUNS --vdev=net_memif0,role=client,socket=$sock" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app,cycles=1" \
+		timeout -k 2 "$left" "$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	rm -f "$sock"
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$label: exit codes client $crc, server $src"
+		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# kv <file> <key>: the value of key= on the DROCE_PERF line
+kv() {
+	sed -n "s/^DROCE_PERF .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
+}
+
+# eng <file> <key>: a value on the DROCE_ENGINE line
+eng() {
+	sed -n "s/^DROCE_ENGINE .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
+}
+
+# check_counts <label> <msgs> <frames per message>: the client's line
+check_counts() {
+	local label=$1 msgs=$2 fpm=$3 v
+	v=$(kv "$CLI" run_msgs)
+	[ "$v" = "$msgs" ] || fail "$label: client completed ${v:-?} messages, want $msgs"
+	v=$(kv "$CLI" errors)
+	[ "$v" = 0 ] || fail "$label: client errors=${v:-?}"
+	# --check is silent when all is well
+	grep -q '^ check: ' "$CLI" && fail "$label: $(grep '^ check: ' "$CLI" | head -2)"
+	v=$(kv "$CLI" c_tx_pkts)
+	[ -n "$v" ] && [ "$v" -ge $((msgs * fpm)) ] ||
+		fail "$label: client sent ${v:-?} frames, want at least $((msgs * fpm))"
+}
+
+# 64 B WRITEs: counted, data checked, and the passive server's engine seen
+if pair write_bw write_bw -s 64 -n 20000 --check --cycles; then
+	check_counts write_bw 20000 1
+	grep -q 'RDMA_Write BW Test' "$SRV" || fail "write_bw: server printed no perftest header"
+	awk -v l="$(eng "$SRV" s_eng_loops)" -v i="$(eng "$SRV" s_eng_idle)" \
+	    -v r="$(eng "$SRV" s_eng_rx_per_rx_frame)" -v m="$(eng "$SRV" s_eng_per_msg)" \
+	    'BEGIN { exit !(l > 0 && i >= 0 && i < 1 && r > 0 && m > 0) }' ||
+		fail "write_bw: passive server's engine line missing or zero: $(grep '^DROCE_ENGINE' "$SRV")"
+	[ -n "$(eng "$CLI" c_eng_per_msg)" ] ||
+		fail "write_bw: client's engine line missing: $(grep '^DROCE_ENGINE' "$CLI")"
+fi
+
+# 4 KiB WRITEs over a 1024-byte path MTU: four frames each
+if pair write_bw-4k write_bw -s 4096 -n 3000 --check; then
+	check_counts write_bw-4k 3000 4
+fi
+
+# SENDs: the server counts what it received, byte for byte
+if pair send_bw send_bw -s 1000 -n 5000 --check; then
+	check_counts send_bw 5000 1
+	[ "$(kv "$SRV" msgs)" = 5000 ] && [ "$(kv "$SRV" bytes)" = 5000000 ] ||
+		fail "send_bw: server received $(kv "$SRV" msgs) messages, $(kv "$SRV" bytes) bytes"
+	grep -q '^ check: ' "$SRV" && fail "send_bw: server: $(grep '^ check: ' "$SRV" | head -2)"
+fi
+
+# READs and 8-byte write_lat round trips
+if pair read_bw read_bw -s 256 -n 5000 --check; then
+	check_counts read_bw 5000 1
+fi
+if pair write_lat write_lat -s 8 -n 2000; then
+	v=$(kv "$CLI" iters)
+	[ "$v" = 2000 ] || fail "write_lat: ${v:-?} iterations, want 2000"
+	awk -v m="$(kv "$CLI" t_median)" 'BEGIN { exit !(m > 0) }' ||
+		fail "write_lat: no median latency"
+fi
+
+echo "$RUNS pairs, $FAILS failures"
+[ $FAILS -eq 0 ] || exit 1
+exit 0
