@@ -363,18 +363,14 @@ static inline uint64_t stage_tsc(const struct droce_engine *eng)
 	return unlikely(eng->stage_cycles) ? rte_rdtsc() : 0;
 }
 
-int eth_engine_iter(struct droce_engine *eng)
+/* The receive stage: every device's bursts; while a transmit queue is
+ * backed up, receive more: what comes in (ACKs, and the frames the peer
+ * is waiting to hand back) is what drains it. */
+static inline int rx_stage(struct droce_engine *eng, uint32_t nd)
 {
-	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
-	uint64_t now, t_rx = stage_tsc(eng), t_work, t_tx;
+	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : ETH_RX_BURSTS;
 	int n = 0;
 
-	/* While a transmit queue is backed up, receive more: what comes in
-	 * (ACKs, and the frames the peer is waiting to hand back) is what
-	 * drains it. */
-	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : ETH_RX_BURSTS;
-
-	eng->backlog = false;
 	for (uint32_t i = 0; i < nd; i++) {
 		for (uint32_t b = 0; b < bursts; b++) {
 			int r = eth_rx(eng, eng->devs[i]);
@@ -384,22 +380,75 @@ int eth_engine_iter(struct droce_engine *eng)
 				break;
 		}
 	}
-	t_work = stage_tsc(eng);
-	n += drain_doorbells(eng);
+	return n;
+}
+
+/* The work stage: doorbells, then the QPs' turns (requests, READ
+ * responses, ACKs built). */
+static inline int work_stage(struct droce_engine *eng)
+{
+	int n = drain_doorbells(eng);
+
 	if (eng->resp_head || eng->active_head)
 		n += run_active(eng);
-	t_tx = stage_tsc(eng);
+	return n;
+}
+
+static inline int tx_stage(struct droce_engine *eng, uint32_t nd)
+{
+	int n = 0;
+
+	eng->backlog = false;
 	for (uint32_t i = 0; i < nd; i++) {
 		if (eng->devs[i]->txq_len)
 			n += eth_tx_flush(eng->devs[i]);
 		if (eth_tx_busy(eng->devs[i]))
 			eng->backlog = true;
 	}
-	now = eth_now();
-	if (unlikely(eng->stage_cycles)) {
-		eng->cyc_rx += t_work - t_rx;
-		eng->cyc_work += t_tx - t_work;
-		eng->cyc_tx += now - t_tx;
+	return n;
+}
+
+int eth_engine_iter(struct droce_engine *eng)
+{
+	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
+	uint64_t now, t0 = stage_tsc(eng), t1, t2;
+	int n;
+
+	if (eng->lcore >= 0) {
+		n = rx_stage(eng, nd);
+		t1 = stage_tsc(eng);
+		n += work_stage(eng);
+		t2 = stage_tsc(eng);
+		n += tx_stage(eng, nd);
+		now = eth_now();
+		if (unlikely(eng->stage_cycles)) {
+			eng->cyc_rx += t1 - t0;
+			eng->cyc_work += t2 - t1;
+			eng->cyc_tx += now - t2;
+		}
+	} else {
+		/*
+		 * Driven by the application's verbs calls: receive last, so
+		 * the call returns as soon as what arrived is in place (a
+		 * WRITE's bytes, a CQE) and the answers it owes (ACKs, READ
+		 * responses) leave first thing in the next call, with
+		 * whatever the application posted in between: a ping-pong's
+		 * ACK is off its critical path and travels with the next
+		 * request. WQEs posted since the last call leave before this
+		 * call's receive, too. An application that stops calling
+		 * leaves them to the keeper, as it leaves what arrives then.
+		 */
+		n = work_stage(eng);
+		t1 = stage_tsc(eng);
+		n += tx_stage(eng, nd);
+		t2 = stage_tsc(eng);
+		n += rx_stage(eng, nd);
+		now = eth_now();
+		if (unlikely(eng->stage_cycles)) {
+			eng->cyc_work += t1 - t0;
+			eng->cyc_tx += t2 - t1;
+			eng->cyc_rx += now - t2;
+		}
 	}
 	account_stall(eng, now);
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
