@@ -20,7 +20,15 @@
  *   rx    -D <sec>                count what arrives (reports the rate over
  *                                 the middle of the busy period)
  *   ping  -f <frame> -n <iters>   send, wait for the echo, repeat
- *   pong  -D <sec>                echo everything back
+ *   pong  -D <sec> [-n <iters>]   echo everything back (with -n: the
+ *                                 ping's iterations and warm-up, then stop)
+ *
+ * Two-process modes end quietly: memif (DPDK 22.11) unmaps its shared
+ * rings when the peer disconnects, with nothing ordering that against a
+ * burst in progress (test/examples/README.md), so neither side may be in
+ * a burst when the other exits. The receiver stops polling when its window
+ * ends and waits, the sender waits QUIET_S after its last burst before it
+ * exits, and pong stops after the last frame ping waits for.
  * Modes of one core, no link:
  *   memcpy -s <size> -D <sec>     copy bandwidth of memcpy() for that size
  *   crc    -s <size> -D <sec>     CRC32 bandwidth of droce's ICRC routine
@@ -62,6 +70,7 @@ static struct {
 	uint32_t frame;
 	double secs;
 	uint64_t iters;
+	bool iters_set;		/* -n given (pong: how many to echo) */
 	int cores;
 	uint64_t size;
 	const char *port;
@@ -378,6 +387,18 @@ static int mode_pps(void)
 	return 0;
 }
 
+/* How long a two-process sender stays alive, not bursting, after its last
+ * burst; the receiver leaves half-way through it (see the top). */
+#define QUIET_S 0.4
+
+static void quiet_until(uint64_t tsc)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (tsc > now)
+		rte_delay_us_sleep((unsigned int)((tsc - now) * 1000000 / hz));
+}
+
 static int mode_tx(void)
 {
 	uint64_t dropped = 0, sent, t0;
@@ -389,6 +410,7 @@ static int mode_tx(void)
 
 	t0 = rte_rdtsc();
 	sent = tx_loop(port_a, t0 + (uint64_t)(o.secs * (double)hz), &dropped);
+	quiet_until(rte_rdtsc() + (uint64_t)(QUIET_S * (double)hz));
 	printf("CEILING mode=tx frame=%u sent=%" PRIu64 " sent_pps=%.1f tx_full_polls=%" PRIu64
 	       " cyc_per_pkt=%.1f\n", o.frame, sent, (double)sent / o.secs, dropped,
 	       (double)(cpu_ns() - c0) * (double)hz / 1e9 / (double)(sent ? sent : 1));
@@ -441,15 +463,9 @@ static int mode_rx(void)
 		rte_pktmbuf_free_bulk(m, n);
 	}
 	c_w1 = cpu_ns();
-	/* drain the rest quietly */
-	for (uint64_t end = rte_rdtsc() + hz / 5; rte_rdtsc() < end;) {
-		uint16_t n = rte_eth_rx_burst(port_b, 0, m, BURST);
-
-		if (n) {
-			total += n;
-			rte_pktmbuf_free_bulk(m, n);
-		}
-	}
+	/* No more bursts: leave while the sender waits after its last one
+	 * (it sends until first + o.secs, then waits QUIET_S). */
+	quiet_until(first + (uint64_t)((o.secs + QUIET_S / 2) * (double)hz));
 	printf("CEILING mode=rx frame=%u pps=%.1f rx=%" PRIu64 " total=%" PRIu64 " secs=%.3f"
 	       " cyc_per_pkt=%.1f cpu_share=%.3f\n",
 	       o.frame, t_w1 > t_w0 ? (double)n_w * (double)hz / (double)(t_w1 - t_w0) : 0,
@@ -592,10 +608,15 @@ static int mode_pong(void)
 	uint64_t end, last = 0;
 	struct rte_mbuf *m[BURST];
 
+	/* ping_loop's frames: the iterations and the warm-up */
+	uint64_t want = o.iters_set ? o.iters + o.iters / 10 + 10 : UINT64_MAX;
+	uint64_t echoed = 0;
+
 	if (one_port("pong"))
 		return 1;
 	end = rte_rdtsc() + (uint64_t)(o.secs * (double)hz);
-	for (uint64_t now = rte_rdtsc(); now < end; now = rte_rdtsc()) {
+	for (uint64_t now = rte_rdtsc(); now < end && echoed < want;
+	     now = rte_rdtsc()) {
 		uint16_t n = rte_eth_rx_burst(port_a, 0, m, BURST), k = 0;
 
 		if (n == 0) {
@@ -606,7 +627,10 @@ static int mode_pong(void)
 		last = now;
 		while (k < n)
 			k += rte_eth_tx_burst(port_a, 0, m + k, (uint16_t)(n - k));
+		echoed += n;
 	}
+	/* ping has its last echo and is leaving: no burst when it does */
+	quiet_until(rte_rdtsc() + (uint64_t)(QUIET_S * (double)hz));
 	return 0;
 }
 
@@ -699,7 +723,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'f': o.frame = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'D': o.secs = strtod(optarg, NULL); break;
-		case 'n': o.iters = strtoull(optarg, NULL, 0); break;
+		case 'n': o.iters = strtoull(optarg, NULL, 0); o.iters_set = true; break;
 		case 's': o.size = strtoull(optarg, NULL, 0); break;
 		case 'c': o.cores = atoi(optarg); break;
 		case 'P': o.port = optarg; break;

@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# app/droce-perf's droce-ceiling, the raw figures devtools/bench.sh puts
+# beside droce's: every mode once, briefly. One process: pps and rtt over
+# the net_ring pair, memcpy, crc. Two processes over a memif pair (no
+# kernel side): rx/tx and pong/ping, as bench's ceil_pair runs them; both
+# sides must exit 0 (they end quietly: neither is in a burst when the other
+# exits, see ceiling.c), the measuring side print its line, and the counts
+# add up (pong echoes exactly ping's frames). Never a speed beyond > 0.
+#
+# usage: ceiling_smoke.sh <droce-ceiling>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
+
+set -u
+
+BIN=${1:?usage: $0 <droce-ceiling>}
+unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
+if [ ! -x "$BIN" ]; then
+	echo "FAIL: $BIN is not executable"
+	exit 1
+fi
+if [ "$(nproc 2>/dev/null || echo 1)" -lt 2 ]; then
+	echo "SKIPPED: the two-process modes need two cores"
+	exit 77
+fi
+EAL_MEM="--no-huge -m 256"
+LOG="--log-level=*:warning"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-ceiling-smoke.XXXXXX") || exit 1
+PIDS=""
+cleanup() {
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	rm -rf /run/dpdk/dcs$$* 2>/dev/null
+	if [ -n "${DROCE_TEST_KEEP:-}" ]; then
+		echo "logs kept in $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+
+FAILS=0
+N=0
+fail() {
+	echo "FAIL: $*"
+	FAILS=$((FAILS + 1))
+}
+
+# val <file> <key>: key= on the file's CEILING line
+val() {
+	sed -n "s/^CEILING .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
+}
+
+positive() {
+	awk -v v="${1:-}" 'BEGIN { exit !(v != "" && v + 0 > 0) }'
+}
+
+# one <label> <cores> <args...>: a one-process mode; its output in $OUT
+one() {
+	local label=$1 cores=$2
+	shift 2
+	N=$((N + 1))
+	OUT=$WORK/$N.out
+	# shellcheck disable=SC2086
+	timeout -k 2 30 "$BIN" -l "$cores" $EAL_MEM --no-pci $LOG \
+		--file-prefix "dcs$$o$N" -- "$@" >"$OUT" 2>&1 ||
+		{ fail "$label: exit code $?"; tail -n 3 "$OUT" | sed 's/^/    /'; return 1; }
+}
+
+one pps-1core 0 pps -f 138 -D 0.3 &&
+	{ positive "$(val "$OUT" pps)" || fail "pps: $(grep CEILING "$OUT")"; }
+one pps-2cores 0-1 pps -f 138 -D 0.3 --cores 2 &&
+	{ positive "$(val "$OUT" pps)" || fail "pps --cores 2: $(grep CEILING "$OUT")"; }
+one rtt 0 rtt -f 82 -n 2000 &&
+	{ positive "$(val "$OUT" rtt_median)" || fail "rtt: $(grep CEILING "$OUT")"; }
+one memcpy 0 memcpy -s 65536 -D 0.2 &&
+	{ positive "$(val "$OUT" Bps)" || fail "memcpy: $(grep CEILING "$OUT")"; }
+one crc 0 crc -s 4096 -D 0.2 &&
+	{ positive "$(val "$OUT" Bps)" || fail "crc: $(grep CEILING "$OUT")"; }
+
+# pair <label> <rx-mode> <tx-mode> <args...>: receiver on core 0, sender on
+# core 1, as devtools/bench/lib.sh's ceil_pair; outputs in $RXO, $TXO
+pair() {
+	local label=$1 rxm=$2 txm=$3 sock rpid t0 rrc trc
+	shift 3
+	N=$((N + 1))
+	RXO=$WORK/$N.rx
+	TXO=$WORK/$N.tx
+	sock=$WORK/memif.$N.sock
+	# shellcheck disable=SC2086
+	timeout -k 2 40 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "dcs$$r$N" \
+		--vdev="net_memif0,role=server,socket=$sock" -- "$rxm" "$@" >"$RXO" 2>&1 &
+	rpid=$!
+	PIDS="$PIDS $rpid"
+	t0=$SECONDS
+	until grep -q ' ready$' "$RXO" 2>/dev/null; do
+		if ! kill -0 $rpid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$label: the $rxm side never got ready"
+			tail -n 3 "$RXO" | sed 's/^/    /'
+			return 1
+		fi
+		sleep 0.05
+	done
+	# shellcheck disable=SC2086
+	timeout -k 2 40 "$BIN" -l 1 $EAL_MEM --no-pci $LOG --file-prefix "dcs$$t$N" \
+		--vdev="net_memif0,role=client,socket=$sock" -- "$txm" "$@" >"$TXO" 2>&1
+	trc=$?
+	wait $rpid
+	rrc=$?
+	if [ $rrc -ne 0 ] || [ $trc -ne 0 ]; then
+		fail "$label: exit codes $rxm $rrc, $txm $trc"
+		tail -n 3 "$RXO" "$TXO" | sed 's/^/    /'
+		return 1
+	fi
+}
+
+for i in 1 2 3; do
+	if pair "rx/tx $i" rx tx -f 138 -D 0.5; then
+		positive "$(val "$RXO" pps)" || fail "rx/tx $i: no rate: $(grep CEILING "$RXO")"
+		positive "$(val "$TXO" sent)" || fail "rx/tx $i: nothing sent: $(grep CEILING "$TXO")"
+		# the receiver never counts more than was sent
+		awk -v r="$(val "$RXO" total)" -v s="$(val "$TXO" sent)" \
+		    'BEGIN { exit !(r > 0 && r <= s) }' ||
+			fail "rx/tx $i: received $(val "$RXO" total) of $(val "$TXO" sent)"
+	fi
+	if pair "pong/ping $i" pong ping -f 82 -n 3000 -D 20; then
+		positive "$(val "$TXO" rtt_median)" ||
+			fail "pong/ping $i: no RTT: $(grep CEILING "$TXO")"
+		[ "$(val "$TXO" iters)" = 3000 ] ||
+			fail "pong/ping $i: $(val "$TXO" iters) iterations, want 3000"
+	fi
+done
+
+echo "$N runs, $FAILS failures"
+[ $FAILS -eq 0 ] || exit 1
+exit 0
