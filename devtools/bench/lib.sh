@@ -90,22 +90,9 @@ ceil() {
 	return 0
 }
 
-port_listening() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" 'NR > 1 && $4 == "0A" &&
-			  substr($2, length($2) - 4) == p {f=1}
-			  END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-free_port() {
-	local p
-	for _ in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		port_listening "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
+# port_listening, free_port
+# shellcheck source=test/common/tcp_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/tcp_port.sh"
 
 # pair <args...>: droce-perf server (core 0) and client (core 1), two
 # processes joined by a memif pair, app-driven engines (one busy thread per

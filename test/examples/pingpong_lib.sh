@@ -129,27 +129,8 @@ fi
 STDBUF=()
 command -v stdbuf >/dev/null 2>&1 && STDBUF=(stdbuf -oL -eL)
 
-port_in_use() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" 'NR > 1 && substr($2, length($2) - 4) == p {f=1}
-			  END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-free_port() {
-	local p
-	for _ in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		port_in_use "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
-port_listening() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" 'NR > 1 && $4 == "0A" &&
-			  substr($2, length($2) - 4) == p {f=1}
-			  END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
+# shellcheck source=test/common/tcp_port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/tcp_port.sh"
 
 eal_args() { # <core> <file prefix> [vdev]
 	echo "-l $1 $EAL_MEM --no-pci --file-prefix $2 $LOG${3:+ --vdev=$3}"

@@ -12,42 +12,13 @@
 # usage: ceiling_smoke.sh <droce-ceiling>
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
 
-set -u
-
-BIN=${1:?usage: $0 <droce-ceiling>}
-unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
-if [ ! -x "$BIN" ]; then
-	echo "FAIL: $BIN is not executable"
-	exit 1
-fi
-if [ "$(nproc 2>/dev/null || echo 1)" -lt 2 ]; then
-	echo "SKIPPED: the two-process modes need two cores"
-	exit 77
-fi
+NAME=ceiling-smoke
+PREFIX=dcs$$
+# shellcheck source=test/perf/perf_lib.sh
+. "$(dirname "$0")/perf_lib.sh"
+need_two_cores "the two-process modes need two cores"
 EAL_MEM="--no-huge -m 256"
-LOG="--log-level=*:warning"
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-ceiling-smoke.XXXXXX") || exit 1
-PIDS=""
-cleanup() {
-	for p in $PIDS; do
-		kill "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	rm -rf /run/dpdk/dcs$$* 2>/dev/null
-	if [ -n "${DROCE_TEST_KEEP:-}" ]; then
-		echo "logs kept in $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-
-FAILS=0
 N=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
 
 # val <file> <key>: key= on the file's CEILING line
 val() {
@@ -66,7 +37,7 @@ one() {
 	OUT=$WORK/$N.out
 	# shellcheck disable=SC2086
 	timeout -k 2 30 "$BIN" -l "$cores" $EAL_MEM --no-pci $LOG \
-		--file-prefix "dcs$$o$N" -- "$@" >"$OUT" 2>&1 ||
+		--file-prefix "${PREFIX}o$N" -- "$@" >"$OUT" 2>&1 ||
 		{ fail "$label: exit code $?"; tail -n 3 "$OUT" | sed 's/^/    /'; return 1; }
 }
 
@@ -91,7 +62,7 @@ pair() {
 	TXO=$WORK/$N.tx
 	sock=$WORK/memif.$N.sock
 	# shellcheck disable=SC2086
-	timeout -k 2 40 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "dcs$$r$N" \
+	timeout -k 2 40 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}r$N" \
 		--vdev="net_memif0,role=server,socket=$sock" -- "$rxm" "$@" >"$RXO" 2>&1 &
 	rpid=$!
 	PIDS="$PIDS $rpid"
@@ -105,7 +76,7 @@ pair() {
 		sleep 0.05
 	done
 	# shellcheck disable=SC2086
-	timeout -k 2 40 "$BIN" -l 1 $EAL_MEM --no-pci $LOG --file-prefix "dcs$$t$N" \
+	timeout -k 2 40 "$BIN" -l 1 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}t$N" \
 		--vdev="net_memif0,role=client,socket=$sock" -- "$txm" "$@" >"$TXO" 2>&1
 	trc=$?
 	wait $rpid
@@ -134,6 +105,4 @@ for i in 1 2 3; do
 	fi
 done
 
-echo "$N runs, $FAILS failures"
-[ $FAILS -eq 0 ] || exit 1
-exit 0
+finish "$N runs"

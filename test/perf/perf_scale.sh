@@ -15,31 +15,20 @@
 # usage: perf_scale.sh <droce-perf>
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
 
-set -u
-
-BIN=${1:?usage: $0 <droce-perf>}
+NAME=perf-scale
+PREFIX=""
+# shellcheck source=test/perf/perf_lib.sh
+. "$(dirname "$0")/perf_lib.sh"
 QPS=${DROCE_SCALE_QPS:-16384}
 ITERS=16
 BOUND=${DROCE_SCALE_BOUND_S:-40}
-unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
-
-hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
-hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
-if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
-	EAL_MEM=$DROCE_TEST_EAL_MEM
-elif [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
-	EAL_MEM="--in-memory"
-else
-	EAL_MEM="--no-huge --no-shconf -m 1024"
-fi
+EAL_MEM=$(eal_mem_hugepages 1024)
 if [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then
 	CORES=0-1; ENGINE=lcore
 else
 	CORES=0; ENGINE=app
 fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-perf-scale.XXXXXX") || exit 1
-trap 'rm -rf "$WORK"' EXIT
 out=$WORK/out
 
 start=$SECONDS
@@ -50,14 +39,12 @@ rc=$?
 wall=$((SECONDS - start))
 kv() { sed -n "s/^DROCE_PERF .* $1=\([^ ]*\).*/\1/p" "$out" | head -n 1; }
 
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
 	fail "$QPS QPs: not done within ${BOUND}s"
 elif [ $rc -ne 0 ]; then
 	fail "$QPS QPs: exit code $rc"
 fi
-if [ $fails -eq 0 ]; then
+if [ $FAILS -eq 0 ]; then
 	msgs=$((QPS * ITERS))
 	[ "$(kv msgs)" = "$msgs" ] || fail "msgs=$(kv msgs), expected $msgs"
 	[ "$(kv bytes)" = "$((msgs * 64))" ] || fail "bytes=$(kv bytes)"
@@ -66,7 +53,7 @@ if [ $fails -eq 0 ]; then
 fi
 echo "$QPS QP pairs, engine=$ENGINE: ${wall}s; msg_rate=$(kv msg_rate)" \
 	"timeouts=$(kv c_timeouts) retransmits=$(kv c_retransmits)"
-if [ $fails -ne 0 ]; then
+if [ $FAILS -ne 0 ]; then
 	tail -n 15 "$out" | sed 's/^/    /'
 	exit 1
 fi

@@ -17,49 +17,14 @@
 #                        hugepages are free, else --no-huge --no-shconf -m 512)
 #   DROCE_TEST_KEEP      keep the per-run logs (directory printed at the end)
 
-set -u
-
-BIN=${1:?usage: $0 <droce-perf>}
-START=$SECONDS
+NAME=perf-smoke
+PREFIX=""
+# shellcheck source=test/perf/perf_lib.sh
+. "$(dirname "$0")/perf_lib.sh"
 BUDGET=55
-unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
-
-if [ ! -x "$BIN" ]; then
-	echo "FAIL: $BIN is not executable"
-	exit 1
-fi
-
-if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
-	EAL_MEM=$DROCE_TEST_EAL_MEM
-else
-	hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
-	hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
-	if [ "${hp_free:-0}" -gt 0 ] &&
-	   [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
-		EAL_MEM="--in-memory"
-	else
-		EAL_MEM="--no-huge --no-shconf -m 512"
-	fi
-fi
-LOG="--log-level=*:warning"
+EAL_MEM=$(eal_mem_hugepages 512)
 NPROC=$(nproc 2>/dev/null || echo 1)
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-perf-smoke.XXXXXX") || exit 1
-cleanup() {
-	if [ -n "${DROCE_TEST_KEEP:-}" ]; then
-		echo "logs kept in $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-}
-trap cleanup EXIT
-
-FAILS=0
 RUNS=0
-fail() {
-	echo "FAIL: $*"
-	FAILS=$((FAILS + 1))
-}
 
 BW_HDR=' #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]'
 LAT_HDR=' #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] '
@@ -229,6 +194,4 @@ elif ! grep -q "not supported" "$WORK/ud.out"; then
 	fail "-c UD: no 'not supported' message"
 fi
 
-echo "$RUNS runs, $FAILS failure(s), $((SECONDS - START)) s"
-[ $FAILS -eq 0 ] || exit 1
-exit 0
+finish "$RUNS runs"
