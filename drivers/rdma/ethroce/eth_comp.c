@@ -89,12 +89,23 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 		qp->req_psn = roce_psn_add(prev->psn_last, 1);
 	}
 	if (roce_psn_diff(next, qp->req_una_psn) > 0) {
+		bool rnr_over = qp->req_rnr_wait;
+
 		qp->req_una_psn = next;
 		qp->req_retries = 0;
 		/* Progress restarts the clock for what is still outstanding. */
 		qp->req_timer_tsc = 0;
-		if (qp->req_una_psn != qp->req_psn_max && !qp->req_rnr_wait)
+		/* Acknowledged past the PSN an RNR NAK held us at (the
+		 * responder took a copy of it after all, the link duplicated
+		 * it): the wait is over. Left waiting, with its timer just
+		 * cleared, the requester would never send again. Resend from
+		 * here: what followed may have died as sequence errors. */
+		qp->req_rnr_wait = false;
+		if (qp->req_una_psn != qp->req_psn_max) {
+			if (rnr_over)
+				eth_req_retransmit(qp, qp->req_una_psn);
 			eth_req_arm_timer(qp);
+		}
 	}
 	publish_sq_ci(qp);
 	eth_qp_activate(qp->eng, qp);
