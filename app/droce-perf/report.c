@@ -382,14 +382,15 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	printf(" %s_tx_pkts=%" PRIu64 " %s_rx_pkts=%" PRIu64
 	       " %s_tx_bytes=%" PRIu64 " %s_retransmits=%" PRIu64
 	       " %s_timeouts=%" PRIu64 " %s_icrc_err=%" PRIu64
-	       " %s_icrc_late=%" PRIu64 " %s_naks=%" PRIu64 " %s_rnr_naks=%" PRIu64 " %s_tx_full=%" PRIu64
+	       " %s_icrc_late=%" PRIu64 " %s_naks=%" PRIu64 " %s_rnr_naks=%" PRIu64 " %s_tx_full=%" PRIu64 " %s_tx_dropped=%" PRIu64
 	       " %s_acks=%" PRIu64 " %s_tx_zc=%" PRIu64
 	       " %s_stalls=%" PRIu64 " %s_timeouts_stalled=%" PRIu64,
 	       p, b->tx_pkts - a->tx_pkts, p, b->rx_pkts - a->rx_pkts,
 	       p, b->tx_bytes - a->tx_bytes, p, b->retransmits - a->retransmits,
 	       p, b->timeouts - a->timeouts, p, b->rx_icrc_err - a->rx_icrc_err,
 	       p, b->rx_icrc_late - a->rx_icrc_late, p, b->rx_naks - a->rx_naks, p, b->rx_rnr_naks - a->rx_rnr_naks,
-	       p, b->tx_full - a->tx_full, p, b->tx_acks - a->tx_acks,
+	       p, b->tx_full - a->tx_full, p, b->tx_dropped - a->tx_dropped,
+	       p, b->tx_acks - a->tx_acks,
 	       p, b->tx_zc - a->tx_zc, p, b->stalls - a->stalls,
 	       p, b->timeouts_stalled - a->timeouts_stalled);
 }

@@ -578,6 +578,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(tr_port_opackets(A) - opk, 0);
 	/* one device's loop is lossless: nothing dropped, nothing resent */
 	EXPECT_EQ(TR_DELTA(a1, a0, tx_full), 0);
+	EXPECT_EQ(TR_DELTA(a1, a0, tx_dropped), 0);
 	EXPECT_EQ(TR_DELTA(a1, a0, retransmits), 0);
 	EXPECT_EQ(TR_DELTA(a1, a0, rx_seq_err), 0);
 	EXPECT_EQ(TR_DELTA(a1, a0, tx_pkts), TR_DELTA(a1, a0, rx_pkts));

@@ -203,7 +203,7 @@ static void loop_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
 		dev->st.tx_pkts++;
 		dev->st.tx_bytes += m->pkt_len;
 	} else {
-		dev->st.tx_full++;
+		dev->st.tx_dropped++;
 		rte_pktmbuf_free(m);
 	}
 }
@@ -311,7 +311,7 @@ void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
 {
 	if (unlikely(dev->txq_len >= dev->txq_cap)) {
 		/* Only reachable if back-pressure was ignored: count it. */
-		dev->st.tx_full++;
+		dev->st.tx_dropped++;
 		rte_pktmbuf_free(m);
 		return;
 	}
