@@ -127,7 +127,9 @@ static void type2(void)
 	printf("type 2: bind, range, rights, QP binding, stale rkey: ok\n");
 }
 
-static void invalidate(bool remote)
+/* remote: a SEND_WITH_INV of len bytes (more than one packet at MTU 1024
+ * from 1025: FIRST, MIDDLE..., LAST_INV), its data compared; else LOCAL_INV. */
+static void invalidate(bool remote, uint32_t len)
 {
 	struct dt_rc_pair p;
 	struct ibv_mw *mw = ibv_alloc_mw(B->pd, IBV_MW_TYPE_2);
@@ -144,9 +146,13 @@ static void invalidate(bool remote)
 	/* while bound, its region cannot go */
 	CHECK_EQ(ibv_dereg_mr(bmr), EBUSY);
 	if (remote) {
-		struct ibv_sge rs = { (uintptr_t)bbuf + 3 * 4096, 64, bmr->lkey };
+		struct ibv_sge rs = { (uintptr_t)bbuf + 3 * 4096, len, bmr->lkey };
 		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rs, .num_sge = 1 }, *rbad;
-		struct ibv_sge s = { (uintptr_t)abuf, 16, amr->lkey };
+		struct ibv_sge s = { (uintptr_t)abuf, len, amr->lkey };
+
+		for (uint32_t i = 0; i < len; i++)
+			abuf[i] = (uint8_t)(i * 7 + len);
+		memset(bbuf + 3 * 4096, 0, len + 1);
 		struct ibv_send_wr wr = { .sg_list = &s, .num_sge = 1,
 					  .opcode = IBV_WR_SEND_WITH_INV,
 					  .invalidate_rkey = rkey };
@@ -158,7 +164,9 @@ static void invalidate(bool remote)
 		CHECK_EQ(wc.opcode, IBV_WC_RECV);
 		CHECK(wc.wc_flags & IBV_WC_WITH_INV);
 		CHECK_EQ(wc.invalidated_rkey, rkey);
-		CHECK_EQ(wc.byte_len, 16u);
+		CHECK_EQ(wc.byte_len, len);
+		CHECK(memcmp(bbuf + 3 * 4096, abuf, len) == 0);
+		CHECK_EQ(bbuf[3 * 4096 + len], 0);
 	} else {
 		struct ibv_send_wr wr = { .opcode = IBV_WR_LOCAL_INV,
 					  .invalidate_rkey = rkey };
@@ -169,8 +177,9 @@ static void invalidate(bool remote)
 	CHECK_EQ(rdma(&p, IBV_WR_RDMA_READ, win, rkey, 64), IBV_WC_REM_ACCESS_ERR);
 	dt_rc_pair_close(&p);
 	CHECK_OK(ibv_dealloc_mw(mw));
-	printf("%s invalidation: rkey refused afterwards: ok\n",
-	       remote ? "remote (SEND_WITH_INV)" : "local (LOCAL_INV)");
+	printf("%s invalidation%s: rkey refused afterwards: ok\n",
+	       remote ? "remote (SEND_WITH_INV)" : "local (LOCAL_INV)",
+	       remote && len > 1024 ? ", a message of several packets" : "");
 }
 
 static void type1(void)
@@ -248,8 +257,9 @@ int main(void)
 	CHECK_PTR(bmr);
 	CHECK_PTR(bmr_nobind);
 	type2();
-	invalidate(true);
-	invalidate(false);
+	invalidate(true, 16);
+	invalidate(true, 3000);
+	invalidate(false, 0);
 	type1();
 	no_bind_right();
 	CHECK_OK(ibv_dereg_mr(amr));

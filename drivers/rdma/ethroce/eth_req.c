@@ -587,7 +587,8 @@ static inline void put_reth(uint8_t *b, uint64_t va, uint32_t rkey,
 static inline bool is_send_write(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
-	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM;
+	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM ||
+	       op == MLX5_OPCODE_SEND_INVAL;
 }
 
 /* Would `len` bytes of this WQE's payload go out zero-copy (zc_min=)?
@@ -608,8 +609,8 @@ static inline bool is_one_packet(const struct droce_qp *qp,
 
 /*
  * The packet [off, off + seg) of such a message, from the header image:
- * the RETH on the first packet of a WRITE, the immediate on the last,
- * AckReq and SE on the last. Inlined twice: for the one-packet message
+ * the RETH on the first packet of a WRITE, the immediate (or a SEND with
+ * invalidate's IETH) on the last, AckReq and SE on the last. Inlined twice: for the one-packet message
  * (first, last and off fold to constants) and for each packet of a longer
  * one, which went through eth_build and its header cache compare before
  * (about twice the instructions per packet).
@@ -625,9 +626,11 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
 	bool imm = v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		   v->op == MLX5_OPCODE_SEND_IMM;
+	bool ieth = v->op == MLX5_OPCODE_SEND_INVAL && last;
 	bool reth = write && first, immdt = imm && last;
 	uint32_t ext_len = (reth ? ROCE_RETH_LEN : 0) +
-			   (immdt ? ROCE_IMMDT_LEN : 0);
+			   (immdt ? ROCE_IMMDT_LEN : 0) +
+			   (ieth ? ROCE_IETH_LEN : 0);
 	uint8_t rop;
 	/* Solicited event: on the last packet of SENDs and WRITE with
 	 * immediate only. */
@@ -637,7 +640,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 	struct rte_mbuf *m;
 	uint8_t *ext;
 
-	if (first && last)
+	if (first && last && v->op != MLX5_OPCODE_SEND_INVAL)
 		rop = write ? (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY) :
 			      (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
 	else
@@ -651,6 +654,8 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		put_reth(ext, v->raddr, v->rkey, v->length);
 	if (immdt)	/* already big-endian */
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
+	if (ieth)	/* the rkey to invalidate, host order in the WQE */
+		put_be32(ext + ext_len - ROCE_IETH_LEN, v->imm);
 	if (fused)
 		crc = eth_img_hdrs_crc(qp, m, ext_len);
 	if (v->inl) {
@@ -701,7 +706,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 	if (is_send_write(v->op)) {
 		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
 
-		/* (zero-copy candidates and SEND with invalidate: below) */
+		/* (zero-copy candidates: below) */
 		if (!zc_wanted(qp, v, seg))
 			return send_img_packet(qp, v, st, qp->req_off, seg,
 					       qp->req_off == 0,
