@@ -11,6 +11,7 @@
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include "droce_test.h"
 #include "roce.h"
@@ -45,6 +46,53 @@ dt_roce_frame(struct rte_mempool *pool, struct roce_pkt *p,
 	p->frame_len = len;
 	roce_icrc_store(buf + len - ROCE_ICRC_LEN, roce_icrc_frame(buf, p));
 	return m;
+}
+
+/*
+ * p zeroed, then addressed from src to dst (MACs, IPv4 addresses): TTL 64,
+ * DF, the RoCEv2 port, an RC opcode, the default P_Key, QPN and PSN. The
+ * caller sets what the opcode carries.
+ */
+static inline void
+dt_roce_pkt_init(struct roce_pkt *p, const uint8_t *src_mac,
+		 const uint8_t *dst_mac, const void *src_ip4,
+		 const void *dst_ip4, uint8_t op, uint32_t qpn, uint32_t psn)
+{
+	memset(p, 0, sizeof(*p));
+	memcpy(p->src_mac, src_mac, 6);
+	memcpy(p->dst_mac, dst_mac, 6);
+	p->ttl = 64;
+	p->frag_off = 0x4000;
+	memcpy(p->src_ip, src_ip4, 4);
+	memcpy(p->dst_ip, dst_ip4, 4);
+	p->udp_sport = 0xc123;
+	p->udp_dport = ROCE_UDP_DPORT;
+	p->opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, op);
+	p->pkey = ROCE_DEFAULT_PKEY;
+	p->dest_qp = qpn;
+	p->psn = psn;
+}
+
+/* A frame from device B of dt_init's ring pair to device A (their MACs and
+ * IPv4 GIDs), for tests that speak for B while B's own QP stays silent. */
+static inline void
+dt_pair_pkt_b_to_a(const struct dt_env *env, struct roce_pkt *p, uint8_t op,
+		   uint32_t qpn, uint32_t psn)
+{
+	static const uint8_t mac_a[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x01 };
+	static const uint8_t mac_b[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x02 };
+
+	dt_roce_pkt_init(p, mac_b, mac_a, &env->dev[1].gid[1].raw[12],
+			 &env->dev[0].gid[1].raw[12], op, qpn, psn);
+}
+
+/* Onto the wire towards A: the B->A ring of the pair. */
+static inline void dt_pair_inject_to_a(struct rte_mbuf *m)
+{
+	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
+
+	CHECK_PTR(ba);
+	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
 }
 
 #endif

@@ -75,19 +75,8 @@ static void inject(uint8_t op, uint32_t qpn, uint32_t psn, uint64_t va,
 	struct roce_pkt p;
 	struct rte_mbuf *m;
 
-	memset(&p, 0, sizeof(p));
-	memcpy(p.src_mac, want_mac, 6);	/* the peer's current MAC */
-	memcpy(p.dst_mac, dev_mac, 6);
-	p.ttl = 64;
-	p.frag_off = 0x4000;
-	memcpy(p.src_ip, &peer_ip, 4);
-	memcpy(p.dst_ip, &dev_ip, 4);
-	p.udp_sport = 0xc123;
-	p.udp_dport = ROCE_UDP_DPORT;
-	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, op);
-	p.pkey = ROCE_DEFAULT_PKEY;
-	p.dest_qp = qpn;
-	p.psn = psn;
+	/* from the peer's current MAC */
+	dt_roce_pkt_init(&p, want_mac, dev_mac, &peer_ip, &dev_ip, op, qpn, psn);
 	p.ack_req = true;
 	p.reth_va = va;
 	p.reth_rkey = rkey;

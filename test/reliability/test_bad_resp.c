@@ -29,29 +29,13 @@ static struct rte_mempool *pool;
 static void inject(struct dt_env *env, uint8_t op, uint32_t qpn, uint32_t psn,
 		   uint32_t payload_len)
 {
-	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
 	struct roce_pkt p;
-	struct rte_mbuf *m;
 
-	CHECK_PTR(ba);
-	memset(&p, 0, sizeof(p));
-	memcpy(p.src_mac, "\x02\x00\xc6\x12\x00\x02", 6);
-	memcpy(p.dst_mac, "\x02\x00\xc6\x12\x00\x01", 6);
-	p.ttl = 64;
-	p.frag_off = 0x4000;
-	memcpy(p.src_ip, &env->dev[1].gid[1].raw[12], 4);
-	memcpy(p.dst_ip, &env->dev[0].gid[1].raw[12], 4);
-	p.udp_sport = 0xc123;
-	p.udp_dport = ROCE_UDP_DPORT;
-	p.opcode = ROCE_OPCODE(ROCE_TRANSPORT_RC, op);
-	p.pkey = ROCE_DEFAULT_PKEY;
-	p.dest_qp = qpn;
-	p.psn = psn;
+	dt_pair_pkt_b_to_a(env, &p, op, qpn, psn);
 	p.aeth_syndrome = ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID;
 	p.aeth_msn = 1;
 	p.payload_len = payload_len;
-	m = dt_roce_frame(pool, &p, NULL, 0xee);
-	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
+	dt_pair_inject_to_a(dt_roce_frame(pool, &p, NULL, 0xee));
 }
 
 int main(void)
