@@ -91,8 +91,8 @@ ceil() {
 }
 
 # port_listening, free_port
-# shellcheck source=test/common/tcp_port.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/tcp_port.sh"
+# shellcheck source=test/common/test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../test/common/test_lib.sh"
 
 # pair <args...>: droce-perf server (core 0) and client (core 1), two
 # processes joined by a memif pair, app-driven engines (one busy thread per

@@ -86,6 +86,31 @@ dt_pair_pkt_b_to_a(const struct dt_env *env, struct roce_pkt *p, uint8_t op,
 			 &env->dev[0].gid[1].raw[12], op, qpn, psn);
 }
 
+/*
+ * An RC QP on device A (its two CQs of 16 made here) connected, RTS with
+ * SQ PSN sq_psn, to a QP number device B does not have: B drops what it
+ * sends, and the test answers for B (dt_pair_pkt_b_to_a).
+ */
+static inline struct ibv_qp *
+dt_qp_to_silent_b(struct dt_env *env, struct dt_cq *sa, struct dt_cq *ra,
+		  const struct dt_conn_cfg *cc, uint32_t ghost_qpn,
+		  uint32_t sq_psn)
+{
+	struct dt_dev *a = &env->dev[0];
+	struct dt_qp_cfg qc;
+	struct ibv_qp *qp;
+
+	dt_cq_create(a, 16, false, sa);
+	dt_cq_create(a, 16, false, ra);
+	dt_qp_cfg_default(&qc);
+	qp = dt_qp_create(a, sa->cq, ra->cq, &qc, NULL);
+	CHECK_PTR(qp);
+	CHECK_OK(dt_qp_to_init(qp, cc));
+	CHECK_OK(dt_qp_to_rtr(qp, cc, &env->dev[1].gid[1], ghost_qpn, 0x777));
+	CHECK_OK(dt_qp_to_rts(qp, cc, sq_psn));
+	return qp;
+}
+
 /* Onto the wire towards A: the B->A ring of the pair. */
 static inline void dt_pair_inject_to_a(struct rte_mbuf *m)
 {

@@ -103,18 +103,11 @@ if [ ! -x "$BIN" ]; then
 	exit 1
 fi
 
-if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
-	EAL_MEM=$DROCE_TEST_EAL_MEM
-else
-	hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
-	hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
-	if [ "${hp_free:-0}" -gt 0 ] &&
-	   [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
-		EAL_MEM="--in-memory"
-	else
-		EAL_MEM="--no-huge --no-shconf -m 512"
-	fi
-fi
+# port_in_use, port_listening, free_port, eal_mem_hugepages
+# shellcheck source=test/common/test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/test_lib.sh"
+
+EAL_MEM=$(eal_mem_hugepages 512)
 LOG="--log-level=*:warning"
 # ARP may take a starved peer seconds to answer (default give-up: 1 s)
 ARP_MS=5000
@@ -128,9 +121,6 @@ fi
 
 STDBUF=()
 command -v stdbuf >/dev/null 2>&1 && STDBUF=(stdbuf -oL -eL)
-
-# shellcheck source=test/common/tcp_port.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../common/tcp_port.sh"
 
 eal_args() { # <core> <file prefix> [vdev]
 	echo "-l $1 $EAL_MEM --no-pci --file-prefix $2 $LOG${3:+ --vdev=$3}"

@@ -265,21 +265,13 @@ io_cleanup() {
 	rm -rf /run/dpdk/drio$$-* 2>/dev/null
 }
 
+# eal_mem_hugepages
+# shellcheck source=test/common/test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/test_lib.sh"
+
 # io_eal_mem: EAL memory options (hugepages when at least 1 GiB is free)
 io_eal_mem() {
-	local hp_free hp_kb
-	if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
-		echo "$DROCE_TEST_EAL_MEM"
-		return
-	fi
-	hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
-	hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
-	if [ "${hp_free:-0}" -gt 0 ] &&
-	   [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
-		echo "--in-memory"
-	else
-		echo "--no-huge --no-shconf -m 512"
-	fi
+	eal_mem_hugepages 512
 }
 
 # io_preflight: can this host do it at all? Prints the reason and returns

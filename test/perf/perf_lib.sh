@@ -13,11 +13,9 @@
 #   WORK     the work directory; PIDS: pids to kill at exit (append)
 #   LOG      EAL log options; START: $SECONDS at the start
 #   fail <message>, FAILS
-#   eal_mem_hugepages <size with no hugepages>: --in-memory when 1 GiB of
-#       hugepages is free, else --no-huge --no-shconf -m <size>
-#       (DROCE_TEST_EAL_MEM overrides)
 #   need_two_cores <why>: exits 77 on one core
-#   port_listening <port>, free_port (test/common/tcp_port.sh)
+#   port_listening <port>, free_port, eal_mem_hugepages <MB>
+#       (test/common/test_lib.sh)
 #   finish <what was run>: the summary line and the exit code
 
 set -u
@@ -56,22 +54,6 @@ fail() {
 	FAILS=$((FAILS + 1))
 }
 
-eal_mem_hugepages() {
-	local hp_free hp_kb
-
-	if [ -n "${DROCE_TEST_EAL_MEM:-}" ]; then
-		echo "$DROCE_TEST_EAL_MEM"
-		return
-	fi
-	hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo 2>/dev/null)
-	hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo 2>/dev/null)
-	if [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1024 * 1024)) ]; then
-		echo "--in-memory"
-	else
-		echo "--no-huge --no-shconf -m $1"
-	fi
-}
-
 need_two_cores() {
 	if [ "$(nproc 2>/dev/null || echo 1)" -lt 2 ]; then
 		echo "SKIPPED: $*"
@@ -79,9 +61,9 @@ need_two_cores() {
 	fi
 }
 
-# port_listening, free_port
-# shellcheck source=test/common/tcp_port.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../common/tcp_port.sh"
+# port_listening, free_port, eal_mem_hugepages
+# shellcheck source=test/common/test_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../common/test_lib.sh"
 
 finish() {
 	echo "$*, $FAILS failure(s), $((SECONDS - START)) s"

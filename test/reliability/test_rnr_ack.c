@@ -53,7 +53,6 @@ int main(void)
 	struct dt_env env;
 	struct dt_dev *A;
 	struct dt_cq sa, ra;
-	struct dt_qp_cfg qc;
 	struct dt_conn_cfg cc;
 	struct ibv_qp *qa;
 	struct ibv_mr *mr;
@@ -70,17 +69,10 @@ int main(void)
 	pool = rte_pktmbuf_pool_create("rnr_ack", 63, 0, 0,
 				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
 	CHECK_PTR(pool);
-	dt_cq_create(A, 16, false, &sa);
-	dt_cq_create(A, 16, false, &ra);
-	dt_qp_cfg_default(&qc);
-	qa = dt_qp_create(A, sa.cq, ra.cq, &qc, NULL);
-	CHECK_PTR(qa);
 	dt_conn_cfg_default(&cc);
 	cc.timeout = 20;	/* ~4 s: no ACK timeout inside this test */
 	cc.rnr_retry = 7;
-	CHECK_OK(dt_qp_to_init(qa, &cc));
-	CHECK_OK(dt_qp_to_rtr(qa, &cc, &env.dev[1].gid[1], ghost_qpn, 0x777));
-	CHECK_OK(dt_qp_to_rts(qa, &cc, sq_psn));
+	qa = dt_qp_to_silent_b(&env, &sa, &ra, &cc, ghost_qpn, sq_psn);
 	mr = dt_reg_mr(A->pd, buf, 4096, DT_ACCESS_ALL);
 	CHECK_PTR(mr);
 	memset(buf, 0x5a, 4096);
