@@ -587,8 +587,7 @@ static inline void put_reth(uint8_t *b, uint64_t va, uint32_t rkey,
 static inline bool is_send_write(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
-	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM ||
-	       op == MLX5_OPCODE_SEND_INVAL;
+	       op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM;
 }
 
 /* Would `len` bytes of this WQE's payload go out zero-copy (zc_min=)?
@@ -610,15 +609,17 @@ static inline bool is_one_packet(const struct droce_qp *qp,
 /*
  * The packet [off, off + seg) of such a message, from the header image:
  * the RETH on the first packet of a WRITE, the immediate (or a SEND with
- * invalidate's IETH) on the last, AckReq and SE on the last. Inlined twice: for the one-packet message
- * (first, last and off fold to constants) and for each packet of a longer
- * one, which went through eth_build and its header cache compare before
- * (about twice the instructions per packet).
+ * invalidate's IETH) on the last, AckReq and SE on the last. Inlined
+ * twice: for the one-packet message (first, last and off fold to
+ * constants) and for each packet of a longer one, which went through
+ * eth_build and its header cache compare before (about twice the
+ * instructions per packet). `inv`: a SEND with invalidate (never the
+ * one-packet copy, whose constant false keeps it out of the 64 B path).
  */
 static inline __attribute__((always_inline)) bool
 send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		struct droce_swqe_state *st, uint32_t off, uint32_t seg,
-		bool first, bool last)
+		bool first, bool last, bool inv)
 {
 	bool fused = seg >= ETH_CRC_COPY_MIN;
 	uint32_t crc = 0;
@@ -626,7 +627,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
 	bool imm = v->op == MLX5_OPCODE_RDMA_WRITE_IMM ||
 		   v->op == MLX5_OPCODE_SEND_IMM;
-	bool ieth = v->op == MLX5_OPCODE_SEND_INVAL && last;
+	bool ieth = inv && last;
 	bool reth = write && first, immdt = imm && last;
 	uint32_t ext_len = (reth ? ROCE_RETH_LEN : 0) +
 			   (immdt ? ROCE_IMMDT_LEN : 0) +
@@ -640,7 +641,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 	struct rte_mbuf *m;
 	uint8_t *ext;
 
-	if (first && last && v->op != MLX5_OPCODE_SEND_INVAL)
+	if (first && last && !inv)
 		rop = write ? (imm ? ROCE_OP_WRITE_ONLY_IMM : ROCE_OP_WRITE_ONLY) :
 			      (imm ? ROCE_OP_SEND_ONLY_IMM : ROCE_OP_SEND_ONLY);
 	else
@@ -688,7 +689,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
 			    struct droce_swqe_state *st)
 {
-	return send_img_packet(qp, v, st, 0, v->length, true, true);
+	return send_img_packet(qp, v, st, 0, v->length, true, true, false);
 }
 
 /* Send the next packet of WQE req_cur. Returns false if the QP must stop. */
@@ -703,14 +704,15 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		return send_one_packet(qp, v, st);
 	if (qp->transport == ROCE_TRANSPORT_UD)
 		return send_ud(qp, v);
-	if (is_send_write(v->op)) {
+	if (is_send_write(v->op) || v->op == MLX5_OPCODE_SEND_INVAL) {
 		uint32_t seg = RTE_MIN(qp->mtu, v->length - qp->req_off);
 
 		/* (zero-copy candidates: below) */
 		if (!zc_wanted(qp, v, seg))
 			return send_img_packet(qp, v, st, qp->req_off, seg,
 					       qp->req_off == 0,
-					       qp->req_off + seg == v->length);
+					       qp->req_off + seg == v->length,
+					       v->op == MLX5_OPCODE_SEND_INVAL);
 	}
 	if (op_is_atomic(v->op)) {
 		uint8_t *ext;
