@@ -363,12 +363,10 @@ static inline uint64_t stage_tsc(const struct droce_engine *eng)
 	return unlikely(eng->stage_cycles) ? rte_rdtsc() : 0;
 }
 
-/* The receive stage: every device's bursts; while a transmit queue is
- * backed up, receive more: what comes in (ACKs, and the frames the peer
- * is waiting to hand back) is what drains it. */
-static inline int rx_stage(struct droce_engine *eng, uint32_t nd)
+/* The receive stage: up to `bursts` bursts from every device. */
+static inline int rx_stage(struct droce_engine *eng, uint32_t nd,
+			   uint32_t bursts)
 {
-	uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG : ETH_RX_BURSTS;
 	int n = 0;
 
 	for (uint32_t i = 0; i < nd; i++) {
@@ -398,7 +396,6 @@ static inline int tx_stage(struct droce_engine *eng, uint32_t nd)
 {
 	int n = 0;
 
-	eng->backlog = false;
 	for (uint32_t i = 0; i < nd; i++) {
 		if (eng->devs[i]->txq_len)
 			n += eth_tx_flush(eng->devs[i]);
@@ -414,8 +411,15 @@ int eth_engine_iter(struct droce_engine *eng)
 	uint64_t now, t0 = stage_tsc(eng), t1, t2;
 	int n;
 
+	/* While a transmit queue is backed up (found so by the last work or
+	 * transmit stage), receive more: what comes in (ACKs, and the frames
+	 * the peer is waiting to hand back) is what drains it. */
 	if (eng->lcore >= 0) {
-		n = rx_stage(eng, nd);
+		uint32_t bursts = eng->backlog ? ETH_RX_BURSTS_BACKLOG :
+						 ETH_RX_BURSTS;
+
+		eng->backlog = false;
+		n = rx_stage(eng, nd, bursts);
 		t1 = stage_tsc(eng);
 		n += work_stage(eng);
 		t2 = stage_tsc(eng);
@@ -438,11 +442,13 @@ int eth_engine_iter(struct droce_engine *eng)
 		 * call's receive, too. An application that stops calling
 		 * leaves them to the keeper, as it leaves what arrives then.
 		 */
+		eng->backlog = false;
 		n = work_stage(eng);
 		t1 = stage_tsc(eng);
 		n += tx_stage(eng, nd);
 		t2 = stage_tsc(eng);
-		n += rx_stage(eng, nd);
+		n += rx_stage(eng, nd, eng->backlog ? ETH_RX_BURSTS_BACKLOG :
+						       ETH_RX_BURSTS);
 		now = eth_now();
 		if (unlikely(eng->stage_cycles)) {
 			eng->cyc_work += t1 - t0;
