@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -281,6 +282,46 @@ int roce_parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
 	X(l3_off) X(payload_off) X(payload_len) X(frame_len)
 int roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
 		  struct roce_pkt *p);
+
+/*
+ * The extended transport headers, big-endian at any alignment: written
+ * here once, for roce_build_hdrs() and for frames built from a header
+ * image (the driver writes them behind the image's BTH).
+ */
+static inline void roce_put_be32(uint8_t *b, uint32_t x)
+{
+	x = __builtin_bswap32(x);
+	memcpy(b, &x, 4);
+}
+
+static inline void roce_put_be64(uint8_t *b, uint64_t x)
+{
+	x = __builtin_bswap64(x);
+	memcpy(b, &x, 8);
+}
+
+static inline void roce_put_reth(uint8_t *b, uint64_t va, uint32_t rkey,
+				 uint32_t len)
+{
+	roce_put_be64(b, va);
+	roce_put_be32(b + 8, rkey);
+	roce_put_be32(b + 12, len);
+}
+
+static inline void roce_put_atmeth(uint8_t *b, uint64_t va, uint32_t rkey,
+				   uint64_t swap_add, uint64_t compare)
+{
+	roce_put_be64(b, va);
+	roce_put_be32(b + 8, rkey);
+	roce_put_be64(b + 12, swap_add);
+	roce_put_be64(b + 20, compare);
+}
+
+/* Syndrome, then the 24-bit MSN. */
+static inline void roce_put_aeth(uint8_t *b, uint8_t syndrome, uint32_t msn)
+{
+	roce_put_be32(b, (uint32_t)syndrome << 24 | (msn & 0xffffff));
+}
 
 /*
  * Write all headers of `p` (Ethernet .. last extended header) into `buf`

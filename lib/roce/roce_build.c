@@ -81,25 +81,20 @@ build_bth_ext(uint8_t *b, const struct roce_pkt *p, uint32_t flags)
 		b += ROCE_DETH_LEN;
 	}
 	if (flags & ROCE_OPF_RETH) {
-		wr64(b, p->reth_va);
-		wr32(b + 8, p->reth_rkey);
-		wr32(b + 12, p->reth_len);
+		roce_put_reth(b, p->reth_va, p->reth_rkey, p->reth_len);
 		b += ROCE_RETH_LEN;
 	}
 	if (flags & ROCE_OPF_ATMETH) {
-		wr64(b, p->atm_va);
-		wr32(b + 8, p->atm_rkey);
-		wr64(b + 12, p->atm_swap_add);
-		wr64(b + 20, p->atm_compare);
+		roce_put_atmeth(b, p->atm_va, p->atm_rkey, p->atm_swap_add,
+				p->atm_compare);
 		b += ROCE_ATMETH_LEN;
 	}
 	if (flags & ROCE_OPF_AETH) {
-		b[0] = p->aeth_syndrome;
-		wr24(b + 1, p->aeth_msn);
+		roce_put_aeth(b, p->aeth_syndrome, p->aeth_msn);
 		b += ROCE_AETH_LEN;
 	}
 	if (flags & ROCE_OPF_ATMACK) {
-		wr64(b, p->atmack_orig);
+		roce_put_be64(b, p->atmack_orig);
 		b += ROCE_ATMACK_LEN;
 	}
 	if (flags & ROCE_OPF_IMMDT) {
@@ -107,7 +102,7 @@ build_bth_ext(uint8_t *b, const struct roce_pkt *p, uint32_t flags)
 		b += ROCE_IMMDT_LEN;
 	}
 	if (flags & ROCE_OPF_IETH) {
-		wr32(b, p->ieth_rkey);
+		roce_put_be32(b, p->ieth_rkey);
 		b += ROCE_IETH_LEN;
 	}
 	return (uint32_t)(b - s);

@@ -562,28 +562,6 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
  * longer such messages take the same way (send_img_packet); everything
  * else goes the general way (send_one).
  */
-/* Extended header fields, big-endian at any alignment. */
-static inline void put_be64(uint8_t *b, uint64_t x)
-{
-	x = rte_cpu_to_be_64(x);
-	memcpy(b, &x, 8);
-}
-
-static inline void put_be32(uint8_t *b, uint32_t x)
-{
-	x = rte_cpu_to_be_32(x);
-	memcpy(b, &x, 4);
-}
-
-/* The RETH of a WRITE's first packet or of a READ request. */
-static inline void put_reth(uint8_t *b, uint64_t va, uint32_t rkey,
-			    uint32_t len)
-{
-	put_be64(b, va);
-	put_be32(b + 8, rkey);
-	put_be32(b + 12, len);
-}
-
 static inline bool is_send_write(uint8_t op)
 {
 	return op == MLX5_OPCODE_RDMA_WRITE || op == MLX5_OPCODE_SEND ||
@@ -652,11 +630,11 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 	if (unlikely(m == NULL))
 		return false;
 	if (reth)
-		put_reth(ext, v->raddr, v->rkey, v->length);
+		roce_put_reth(ext, v->raddr, v->rkey, v->length);
 	if (immdt)	/* already big-endian */
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
 	if (ieth)	/* the rkey to invalidate, host order in the WQE */
-		put_be32(ext + ext_len - ROCE_IETH_LEN, v->imm);
+		roce_put_be32(ext + ext_len - ROCE_IETH_LEN, v->imm);
 	if (fused)
 		crc = eth_img_hdrs_crc(qp, m, ext_len);
 	if (v->inl) {
@@ -725,10 +703,8 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 				  ROCE_ATMETH_LEN, 0, &ext);
 		if (unlikely(m == NULL))
 			return false;
-		put_be64(ext, v->raddr);
-		put_be32(ext + 8, v->rkey);
-		put_be64(ext + 12, v->swap_add);
-		put_be64(ext + 20, v->compare);
+		roce_put_atmeth(ext, v->raddr, v->rkey, v->swap_add,
+				v->compare);
 		eth_img_send(qp, m, ROCE_ATMETH_LEN, NULL);
 		st->psn_last = qp->req_psn;
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
@@ -749,7 +725,7 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 				  ROCE_RETH_LEN, 0, &ext);
 		if (unlikely(m == NULL))
 			return false;
-		put_reth(ext, v->raddr + qp->req_off, v->rkey,
+		roce_put_reth(ext, v->raddr + qp->req_off, v->rkey,
 			 v->length - qp->req_off);
 		eth_img_send(qp, m, ROCE_RETH_LEN, NULL);
 		qp->req_psn = roce_psn_add(st->psn_first, st->npkts);

@@ -366,15 +366,6 @@ static void count_ack_tx(struct droce_qp *qp, uint8_t syndrome)
 	qp->st.naks_tx++;
 }
 
-/* An AETH: syndrome, then the 24-bit MSN. */
-static inline void put_aeth(uint8_t *b, uint8_t syndrome, uint32_t msn)
-{
-	b[0] = syndrome;
-	b[1] = (uint8_t)(msn >> 16);
-	b[2] = (uint8_t)(msn >> 8);
-	b[3] = (uint8_t)msn;
-}
-
 /*
  * A READ response packet (rop READ_RESP_*, len bytes from src) or an
  * atomic ACK (rop ATOMIC_ACK, *orig) from the header image (eth_qp_tmpl_ok()
@@ -399,12 +390,10 @@ bool eth_img_response(struct droce_qp *qp, uint8_t rop, uint32_t psn,
 	if (unlikely(m == NULL))
 		return false;
 	if (ext_len)
-		put_aeth(ext, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, msn);
-	if (orig) {
-		uint64_t be = rte_cpu_to_be_64(*orig);
-
-		memcpy(ext + ROCE_AETH_LEN, &be, ROCE_ATMACK_LEN);
-	}
+		roce_put_aeth(ext, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID,
+			      msn);
+	if (orig)
+		roce_put_be64(ext + ROCE_AETH_LEN, *orig);
 	if (fused)
 		crc = roce_crc32_copy(eth_img_hdrs_crc(qp, m, ext_len),
 				      ext + ext_len, src, len);
@@ -449,7 +438,7 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 			  psn & ROCE_PSN_MASK, ROCE_AETH_LEN, 0, &pl);
 	if (unlikely(m == NULL))
 		return;	/* the requester's timer recovers a lost ACK */
-	put_aeth(pl, syndrome, msn);
+	roce_put_aeth(pl, syndrome, msn);
 	count_ack_tx(qp, syndrome);
 	eth_img_send(qp, m, ROCE_AETH_LEN, NULL);
 }
