@@ -298,18 +298,18 @@ static void solicit(struct droce_dev *dev, const uint8_t *g)
 	}
 }
 
-void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
+bool eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 		     const uint8_t *g, const struct rte_ether_addr *mac)
 {
 	struct droce_neigh *n = neigh_find(dev, g);
 	bool was = n && n->resolved;
 
 	if (rte_is_zero_ether_addr(mac) || rte_is_multicast_ether_addr(mac))
-		return;
+		return false;
 	if (n == NULL)
 		n = neigh_alloc(dev, g);
 	if (was && rte_is_same_ether_addr(&n->mac, mac))
-		return;
+		return true;
 	rte_ether_addr_copy(mac, &n->mac);
 	if (neigh_is_pending(n))
 		dev->neigh_pending--;
@@ -327,6 +327,7 @@ void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 			eth_qp_activate(eng, qp);
 		}
 	}
+	return true;
 }
 
 bool eth_qp_resolve(struct droce_qp *qp, bool *failed)

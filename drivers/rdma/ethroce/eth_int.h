@@ -227,7 +227,8 @@ static inline bool eth_qp_tmpl_ok(const struct droce_qp *qp)
 {
 	return likely(qp->tmpl_ready) && likely(*qp->neigh_genp == qp->neigh_gen);
 }
-void eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
+/* false if mac cannot be a neighbour's (zero, multicast): nothing learnt */
+bool eth_neigh_learn(struct droce_engine *eng, struct droce_dev *dev,
 		     const uint8_t *gid, const struct rte_ether_addr *mac);
 void eth_ndp_rx(struct droce_dev *dev, struct rte_mbuf *m, uint32_t off);
 

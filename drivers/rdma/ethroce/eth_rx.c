@@ -212,17 +212,23 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_no_qp++;
 		return;
 	}
-	/* A QP still waiting for its peer's MAC learns it from the peer. */
+	/* A QP still waiting for its peer's MAC learns it from the peer, and
+	 * its template is made ready now, not when it next sends: the next
+	 * frame of this burst (a MIDDLE behind this FIRST, say) then takes
+	 * the same path as any later one (eth_resp_place_late wants a ready
+	 * template), whatever the burst boundaries. */
 	if (unlikely(!qp->tmpl_ready)) {
 		uint8_t g[16] = { [10] = 0xff, [11] = 0xff };
+		bool failed;
 
 		if (p.ipv6)
 			memcpy(g, p.src_ip, 16);
 		else
 			memcpy(&g[12], p.src_ip, 4);
-		if (memcmp(g, qp->dst_gid.raw, 16) == 0)
-			eth_neigh_learn(eng, dev, g,
-					(const struct rte_ether_addr *)p.src_mac);
+		if (memcmp(g, qp->dst_gid.raw, 16) == 0 &&
+		    eth_neigh_learn(eng, dev, g,
+				    (const struct rte_ether_addr *)p.src_mac))
+			(void)eth_qp_resolve(qp, &failed);
 	}
 	oi = roce_opcode_info(p.opcode);
 	/* A QP takes its own transport's opcodes only (IBTA 9.6.1.1). */
