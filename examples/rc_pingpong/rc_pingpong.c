@@ -40,6 +40,7 @@ static struct {
 	int ts;
 	int dm;
 	int new_send;
+	unsigned int linger_ms;
 } rc_opt;
 
 static long page_sz;
@@ -489,6 +490,39 @@ static int poll_step(struct pp_ctx *ctx, struct run_state *st,
 	return 0;
 }
 
+/*
+ * The exchange has no closing handshake (as ibv_rc_pingpong's): a side
+ * leaves once its last send is acknowledged and the peer's last message is
+ * in, while the peer may still wait for the acknowledgement of that
+ * message. On a lossy link that ACK can be lost, and the peer then resends
+ * to a QP that is gone until its retry count runs out. -L keeps the QP (and
+ * the device polled, for an app-driven droce engine) for a while, so that
+ * such a resend is answered: the responder takes it as a duplicate and
+ * acknowledges it again (IBTA 9.7.5.1.2). Nothing is posted meanwhile; a
+ * completion would mean an error and is reported.
+ */
+static int linger(struct pp_ctx *ctx, unsigned int ms)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		n = ibv_poll_cq(ctx->cq, 1, &wc);
+		if (n != 0) {
+			fprintf(stderr, "linger: %s\n", n < 0 ? "poll CQ failed" :
+				ibv_wc_status_str(wc.status));
+			return 1;
+		}
+		usleep(500);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 +
+		 (t.tv_nsec - t0.tv_nsec) / 1000000 < (long)ms);
+	printf("lingered %u ms after the last exchange\n", ms);
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 
 static void usage(const char *argv0)
@@ -508,12 +542,12 @@ static void usage(const char *argv0)
 	printf("  -c, --chk              validate received buffer\n");
 	printf("  -j, --dm               use device memory\n");
 	printf("  -N, --new_send         use new post send WR API\n");
+	printf("  -L, --linger=<ms>      keep the QP <ms> after the last exchange (default 0)\n");
 }
 
 /* The options only rc_pingpong has (see pp_parse_args()). */
 static int own_opt(int c, const char *arg)
 {
-	(void)arg;
 	switch (c) {
 	case 'o':
 		rc_opt.odp = 1;
@@ -533,6 +567,9 @@ static int own_opt(int c, const char *arg)
 		return 0;
 	case 'N':
 		rc_opt.new_send = 1;
+		return 0;
+	case 'L':
+		rc_opt.linger_ms = (unsigned int)strtoul(arg, NULL, 0);
 		return 0;
 	default:
 		return 1;
@@ -560,10 +597,11 @@ static int parse_args(int argc, char *argv[])
 		{ "chk",      no_argument,       NULL, 'c' },
 		{ "dm",       no_argument,       NULL, 'j' },
 		{ "new_send", no_argument,       NULL, 'N' },
+		{ "linger",   required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 }
 	};
 
-	if (pp_parse_args(&opt, argc, argv, "p:d:i:s:m:r:n:l:eg:oOPtcjN",
+	if (pp_parse_args(&opt, argc, argv, "p:d:i:s:m:r:n:l:eg:oOPtcjNL:",
 			  longopts, own_opt)) {
 		usage(argv[0]);
 		return 1;
@@ -701,6 +739,8 @@ int main(int argc, char *argv[])
 		pp_check_buffer(ctx->buf, ctx->size, page_sz, (char)BUF_FILL);
 	}
 
+	if (rc_opt.linger_ms && linger(ctx, rc_opt.linger_ms))
+		goto fail;
 	ibv_ack_cq_events(ctx->cq, (unsigned int)cq_events);
 	ret = ctx_destroy(ctx);
 	ibv_free_device_list(devs);

@@ -108,6 +108,14 @@ new-send)
 	pair "size 1 mtu 1024 -N both" 1 1024 "-N" "-N"
 	pair "size 1025 mtu 1024 -N server" 1025 1024 "-N" ""
 	pair "size 65536 mtu 1024 -N client" 65536 1024 "" "-N"
+	# -L: both stay 300 ms after the last exchange (for a peer whose
+	# last ACK was lost: the loss interop test's final-ACK race)
+	pair "size 4096 mtu 1024 -L 300 both" 4096 1024 "-L 300" "-L 300"
+	for f in server client; do
+		grep -qx 'lingered 300 ms after the last exchange' \
+			"$RUN_DIR/$f.out" 2>/dev/null ||
+			fail "-L 300: no 'lingered' line from the $f"
+	done
 	;;
 timestamps)
 	# -t: ibv_create_cq_ex and the ibv_start_poll family, when the device
