@@ -23,7 +23,7 @@
 set -euo pipefail
 
 # Debian 12 packages needed to build, test and demo droce.
-PACKAGES="build-essential meson ninja-build pkg-config clang libdpdk-dev dpdk libibverbs-dev ibverbs-providers libnuma-dev libisal-dev libpcap-dev python3 iproute2 tmux tshark"
+PACKAGES="build-essential meson ninja-build pkg-config clang libdpdk-dev dpdk libibverbs-dev ibverbs-providers libnuma-dev libisal-dev libpcap-dev python3 python3-scapy iproute2 tmux tshark"
 
 DROCE_TAG=setup
 # shellcheck source=devtools/common.sh

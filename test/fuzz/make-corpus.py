@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
 """Seed corpora for the fuzz harnesses (test/fuzz/corpus_*), from the
-Linux rdma_rxe captures in ../shared/pcap/rxe and from droce itself.
+Linux rdma_rxe captures in test/roce/rxe-pcap and from droce itself.
 
     test/fuzz/make-corpus.py [--pcap DIR] [--fuzz-rx BUILD/test/fuzz/fuzz_rx]
 
@@ -267,8 +267,8 @@ def make_post(out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--pcap', default=os.path.join(HERE, '..', '..', '..',
-                                                   'shared', 'pcap', 'rxe'))
+    ap.add_argument('--pcap', default=os.path.join(HERE, '..', 'roce',
+                                                   'rxe-pcap'))
     ap.add_argument('--fuzz-rx', help='fuzz_rx binary: add droce\'s own traffic')
     a = ap.parse_args()
     out = {n: os.path.join(HERE, 'corpus_' + n) for n in ('parse', 'rx', 'post')}

@@ -38,7 +38,7 @@ struct expect {
 	int cm_mads;		/* UD SEND Only to QP1 with the GSI Q_Key */
 };
 
-/* From /work/shared/pcap/rxe/README.md (tshark Info column counts). */
+/* From rxe-pcap/README.md (tshark Info column counts). */
 #define RC(op)	ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_##op)
 #define UD(op)	ROCE_OPCODE(ROCE_TRANSPORT_UD, ROCE_OP_##op)
 static const struct expect expects[] = {
