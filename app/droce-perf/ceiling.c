@@ -139,10 +139,20 @@ static int port_setup(uint16_t port)
 	int ret;
 
 	memset(&conf, 0, sizeof(conf));
+	/* An MTU for the frame, within what the PMD reports: ethdev refuses
+	 * more, though memif (with bsize= as large as the frame) and
+	 * af_packet carry bigger frames than they report (droce's port_mtu=
+	 * relies on the same). */
 	if (rte_eth_dev_info_get(port, &info) == 0 && info.max_mtu &&
-	    o.frame > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN)
-		conf.rxmode.mtu = RTE_MIN(info.max_mtu,
-					  o.frame - RTE_ETHER_HDR_LEN);
+	    o.frame > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
+		uint32_t mtu = RTE_MIN(info.max_mtu,
+				       o.frame - RTE_ETHER_HDR_LEN);
+		uint32_t l2 = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+
+		if (info.max_rx_pktlen > l2)
+			mtu = RTE_MIN(mtu, info.max_rx_pktlen - l2);
+		conf.rxmode.mtu = mtu;
+	}
 	ret = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (ret == 0)
 		ret = rte_eth_rx_queue_setup(port, 0, 1024,
