@@ -97,7 +97,8 @@ ceil() {
 # pair <args...>: droce-perf server (core 0) and client (core 1), two
 # processes joined by a memif pair, app-driven engines (one busy thread per
 # core), perftest's TCP exchange on 127.0.0.1. Prints the client's
-# DROCE_PERF line.
+# DROCE_PERF line. MEMIF_ARGS: more memif vdev arguments (",bsize=4352"),
+# here and in ceil_pair; PAIR_DEVARGS: more droce device arguments.
 pair() {
 	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
 	dir=$WORK/pair.$PAIR_N
@@ -108,7 +109,7 @@ pair() {
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0
-	DROCE_EAL_ARGS="$(eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock")" \
+	DROCE_EAL_ARGS="$(eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}")" \
 	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app$cyc" \
 		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info \
 		>"$dir/server" 2>&1 &
@@ -122,7 +123,7 @@ pair() {
 		fi
 		sleep 0.05
 	done
-	DROCE_EAL_ARGS="$(eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock")" \
+	DROCE_EAL_ARGS="$(eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}")" \
 	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app$cyc" \
 		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
 		>"$dir/client" 2>&1
@@ -142,7 +143,7 @@ ceil_pair() {
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-c$PAIR_N.sock
 	# shellcheck disable=SC2046
-	timeout -k 5 90 "$CEIL" $(eal 0 cA$PAIR_N "net_memif0,role=server,socket=$sock") \
+	timeout -k 5 90 "$CEIL" $(eal 0 cA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}") \
 		-- "$rxm" "$@" >"$dir/rx" 2>&1 &
 	rpid=$!
 	t0=$SECONDS
@@ -153,7 +154,7 @@ ceil_pair() {
 		sleep 0.05
 	done
 	# shellcheck disable=SC2046
-	timeout -k 5 90 "$CEIL" $(eal 1 cB$PAIR_N "net_memif0,role=client,socket=$sock") \
+	timeout -k 5 90 "$CEIL" $(eal 1 cB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}") \
 		-- "$txm" "$@" >"$dir/tx" 2>&1
 	wait $rpid 2>/dev/null
 	rm -f "$sock"
