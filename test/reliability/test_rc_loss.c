@@ -56,9 +56,22 @@ struct pair {
 	uint64_t faa_total;		/* expected value of the FAA counter */
 	uint64_t cas_value;		/* expected value of the CAS word */
 	uint64_t ops[OP_N];
+	bool retry_exc;			/* a WR failed all its tries (below) */
 };
 
 static struct pair pairs[NQP];
+
+/*
+ * At 10 % loss each way (and 2.5 % damaged) one try of a request and its
+ * answer fails with p ~ 0.23, and a WR fails (RETRY_EXC_ERR) when a
+ * timeout is followed by 7 more failed tries: ~3e-5 per timeout, and a
+ * round has ~130 timeouts, so about one run in 250 (measured: 1 in 225,
+ * 2026-11-22). That is the transport doing what IBTA says, not a fault;
+ * the round accepts it (the QP's later WRs flushed, its other checks
+ * skipped) and is run once more with another seed, where it is not
+ * accepted. Set for that round only.
+ */
+static bool retry_exc_ok;
 
 static uint8_t pattern(uint64_t seq, uint32_t i)
 {
@@ -204,6 +217,17 @@ static void on_send_wc(struct pair *p, const struct ibv_wc *wc)
 
 	if (op == OP_CAS || op == OP_FAA)
 		e.byte_len = 8;
+	if (retry_exc_ok && (wc->status == IBV_WC_RETRY_EXC_ERR ||
+			     (p->retry_exc && wc->status == IBV_WC_WR_FLUSH_ERR))) {
+		CHECK_EQ(wc->wr_id, s);
+		CHECK_EQ(wc->qp_num, p->qa->qp_num);
+		if (wc->status == IBV_WC_RETRY_EXC_ERR)
+			printf("note: op %" PRIu64 " (%s) failed all its tries: "
+			       "retry count exceeded\n", s, op_name[op]);
+		p->retry_exc = true;
+		p->completed++;
+		return;
+	}
 	if (!CHECK_WC(wc, &e))
 		return;
 	switch (op) {
@@ -342,7 +366,8 @@ static void run_mixed(uint64_t per_qp, double limit_s)
 			struct ibv_wc wc[16];
 			int n;
 
-			while (p->posted < per_qp && p->posted - p->completed < DEPTH &&
+			while (!p->retry_exc && p->posted < per_qp &&
+			       p->posted - p->completed < DEPTH &&
 			       p->recv_posted - p->recv_done < DEPTH) {
 				uint64_t s = p->posted;
 
@@ -357,8 +382,12 @@ static void run_mixed(uint64_t per_qp, double limit_s)
 			n = dt_cq_poll(&p->scq, wc, 16);
 			CHECK(n >= 0);
 			for (int k = 0; k < n; k++) {
+				bool was = p->retry_exc;
+
 				on_send_wc(p, &wc[k]);
 				left--;
+				if (p->retry_exc && !was)	/* never posted */
+					left -= per_qp - p->posted;
 			}
 			n = dt_cq_poll(&p->rcq, wc, 16);
 			CHECK(n >= 0);
@@ -385,6 +414,12 @@ static void run_mixed(uint64_t per_qp, double limit_s)
 	for (int i = 0; i < NQP; i++) {
 		struct pair *p = &pairs[i];
 
+		if (p->retry_exc) {
+			/* B waits for messages that never came, and the
+			 * failed WR may or may not have executed. */
+			CHECK_EQ(dt_cq_drain_unexpected(&p->scq, "requester CQ"), 0);
+			continue;
+		}
 		CHECK_EQ(p->recv_done, p->recv_posted);
 		CHECK_EQ(*bword(p, 0), p->faa_total);
 		CHECK_EQ(*bword(p, 1), p->cas_value);
@@ -412,8 +447,11 @@ static bool zero_copy(void)
 	return da != NULL && strstr(da, "zc_min") != NULL;
 }
 
-static void loss_round(double loss, uint64_t per_qp, uint64_t seed)
+/* True when a WR failed all its tries and retry_exc_ok let it pass. */
+static bool loss_round(double loss, uint64_t per_qp, uint64_t seed)
 {
+	bool exc = false;
+
 	char kv[256];
 	struct droce_dev_stats a0, b0, a1, b1;
 	struct droce_impair_stats ia, ib;
@@ -466,8 +504,11 @@ static void loss_round(double loss, uint64_t per_qp, uint64_t seed)
 			CHECK(b1.rx_icrc_late > b0.rx_icrc_late);
 		}
 	}
+	for (int i = 0; i < NQP; i++)
+		exc |= pairs[i].retry_exc;
 	teardown_pairs();
 	impair_both("drop=0,dup=0,reorder=0,corrupt=0");
+	return exc;
 }
 
 /* ------------------------------------------------- atomics under loss */
@@ -752,9 +793,20 @@ int main(void)
 		"ip=198.18.0.2,impair=seed:2");
 	A = &env.dev[0];
 	B = &env.dev[1];
-	for (size_t i = 0; i < RTE_DIM(losses); i++)
-		loss_round(losses[i], losses[i] >= 0.05 ? 400 :
-			   losses[i] >= 0.01 ? 600 : 1500, seed + i);
+	for (size_t i = 0; i < RTE_DIM(losses); i++) {
+		uint64_t n = losses[i] >= 0.05 ? 400 :
+			     losses[i] >= 0.01 ? 600 : 1500;
+
+		retry_exc_ok = losses[i] >= 0.10;
+		if (loss_round(losses[i], n, seed + i)) {
+			printf("note: loss %.1f%%: a WR ran out of tries (see "
+			       "retry_exc_ok); the round once more, seed %"
+			       PRIu64 "\n", losses[i] * 100, seed + i + 1000);
+			retry_exc_ok = false;
+			(void)loss_round(losses[i], n, seed + i + 1000);
+		}
+		retry_exc_ok = false;
+	}
 
 	/* 5 % each way, not 10: an atomic and its answer both get through
 	 * with p = 0.9025 at 5 % (0.81 at 10 %), and a WR fails when all 8
