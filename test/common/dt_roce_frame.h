@@ -7,6 +7,8 @@
 #ifndef DT_ROCE_FRAME_H
 #define DT_ROCE_FRAME_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_mbuf.h>
@@ -109,6 +111,40 @@ dt_qp_to_silent_b(struct dt_env *env, struct dt_cq *sa, struct dt_cq *ra,
 	CHECK_OK(dt_qp_to_rtr(qp, cc, &env->dev[1].gid[1], ghost_qpn, 0x777));
 	CHECK_OK(dt_qp_to_rts(qp, cc, sq_psn));
 	return qp;
+}
+
+/* A pool for the frames a test builds with dt_roce_frame (63 mbufs). */
+static inline struct rte_mempool *dt_frame_pool(const char *name)
+{
+	struct rte_mempool *pool =
+		rte_pktmbuf_pool_create(name, 63, 0, 0,
+					RTE_MBUF_DEFAULT_BUF_SIZE,
+					SOCKET_ID_ANY);
+
+	CHECK_PTR(pool);
+	return pool;
+}
+
+/*
+ * The end of a silent-peer test: the QP of dt_qp_to_silent_b, its CQs, the
+ * MR the test registered, the frame pool (every frame given to the engine
+ * has come back by now), the pair (dt_fini) and the test's buffer. Returns
+ * the exit status after printing "<name>: PASSED" or "FAILED".
+ */
+static inline int
+dt_silent_b_finish(struct dt_env *env, const char *name, struct ibv_qp *qp,
+		   struct dt_cq *sa, struct dt_cq *ra, struct ibv_mr *mr,
+		   struct rte_mempool *pool, void *buf)
+{
+	CHECK_OK(ibv_destroy_qp(qp));
+	CHECK_OK(ibv_dereg_mr(mr));
+	dt_cq_destroy(sa);
+	dt_cq_destroy(ra);
+	rte_mempool_free(pool);
+	dt_fini(env);
+	free(buf);
+	printf("%s: %s\n", name, dt_failures ? "FAILED" : "PASSED");
+	return dt_failures ? 1 : 0;
 }
 
 /* Onto the wire towards A: the B->A ring of the pair. */

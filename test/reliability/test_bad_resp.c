@@ -56,9 +56,7 @@ int main(void)
 	A = &env.dev[0];
 	B = &env.dev[1];
 	(void)B;
-	pool = rte_pktmbuf_pool_create("bad_resp", 63, 0, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	CHECK_PTR(pool);
+	pool = dt_frame_pool("bad_resp");
 	dt_conn_cfg_default(&cc);
 	cc.timeout = 20;	/* ~4 s: no retry before our answer arrives */
 	qa = dt_qp_to_silent_b(&env, &sa, &ra, &cc, ghost_qpn, sq_psn);
@@ -107,13 +105,6 @@ int main(void)
 			DT_FAIL_(1, "byte %d of A's buffer changed to 0x%02x", i, buf[i]);
 	printf("READ with a wrong-length response: IBV_WC_BAD_RESP_ERR, QP in error, memory untouched\n");
 
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_dereg_mr(mr));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	rte_mempool_free(pool);	/* the engine gave both frames back */
-	dt_fini(&env);
-	free(buf);
-	printf("test_bad_resp: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_silent_b_finish(&env, "test_bad_resp", qa, &sa, &ra, mr, pool,
+				  buf);
 }

@@ -95,9 +95,7 @@ int main(void)
 	dt_watchdog(60);
 	dt_init(&env, "test_icrc_late", NULL, NULL);
 	A = &env.dev[0];
-	pool = rte_pktmbuf_pool_create("icrc_late", 63, 0, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	CHECK_PTR(pool);
+	pool = dt_frame_pool("icrc_late");
 	ba = rte_ring_lookup("droce_pair0_ba");
 	CHECK_PTR(ba);
 	dt_conn_cfg_default(&cc);
@@ -159,13 +157,6 @@ int main(void)
 	printf("MIDDLE and LAST again: the WRITE complete byte for byte, one "
 	       "ACK, the QP in RTS\n");
 
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_dereg_mr(mr));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	rte_mempool_free(pool);
-	dt_fini(&env);
-	free(buf);
-	printf("test_icrc_late: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_silent_b_finish(&env, "test_icrc_late", qa, &sa, &ra, mr, pool,
+				  buf);
 }

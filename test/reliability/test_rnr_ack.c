@@ -66,9 +66,7 @@ int main(void)
 	dt_watchdog(60);
 	dt_init(&env, "test_rnr_ack", NULL, NULL);
 	A = &env.dev[0];
-	pool = rte_pktmbuf_pool_create("rnr_ack", 63, 0, 0,
-				       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-	CHECK_PTR(pool);
+	pool = dt_frame_pool("rnr_ack");
 	dt_conn_cfg_default(&cc);
 	cc.timeout = 20;	/* ~4 s: no ACK timeout inside this test */
 	cc.rnr_retry = 7;
@@ -119,13 +117,6 @@ int main(void)
 	CHECK_OK(droce_dev_stats_get(A->ctx, &st));
 	CHECK_EQ(st.rx_rnr_naks, 1u);
 
-	CHECK_OK(ibv_destroy_qp(qa));
-	CHECK_OK(ibv_dereg_mr(mr));
-	dt_cq_destroy(&sa);
-	dt_cq_destroy(&ra);
-	rte_mempool_free(pool);
-	dt_fini(&env);
-	free(buf);
-	printf("test_rnr_ack: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_silent_b_finish(&env, "test_rnr_ack", qa, &sa, &ra, mr, pool,
+				  buf);
 }
