@@ -76,7 +76,7 @@ static void usage(const char *argv0)
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
 	printf("  -Q, --cq-mod=<n>           a completion every <n> WRs (default 100)\n");
 	printf("  -I, --inline_size=<size>   max inline size (default 0; latency: 220 WRITE, 236 SEND)\n");
-	printf("  -c, --connection=<type>    RC only (UC/UD/XRC/DC/SRD: not supported by droce)\n");
+	printf("  -c, --connection=<type>    RC (default) or UC (UD/XRC/DC/SRD: not supported)\n");
 	printf("  -x, --gid-index=<index>    local GID index (default 1: droce's IPv4 GID)\n");
 	printf("  -o, --outs=<num>           outstanding reads/atomics (default device max)\n");
 	printf("  -A, --atomic_type=<type>   CMP_AND_SWAP or FETCH_AND_ADD (default)\n");
@@ -236,8 +236,12 @@ static int parse_args(int argc, char **argv)
 		case 'a': opt.all = true; break;
 		case 'F': opt.cpu_freq_f = true; break;
 		case 'c':
-			if (strcmp(optarg, "RC") != 0) {
-				fprintf(stderr, " Connection type %s is not supported: droce does RC only (UC and UD come later)\n",
+			if (strcmp(optarg, "RC") == 0) {
+				opt.conn = C_RC;
+			} else if (strcmp(optarg, "UC") == 0) {
+				opt.conn = C_UC;
+			} else {
+				fprintf(stderr, " Connection type %s is not supported: droce-perf runs RC and UC\n",
 					optarg);
 				return -1;
 			}
@@ -413,6 +417,21 @@ static int settle_opts(void)
 		opt.cq_mod = PERF_DEF_CQ_MOD;
 	if (opt.verb == V_ATOMIC && opt.size != PERF_ATOMIC_SIZE) {
 		fprintf(stderr, " Message size cannot be changed for Atomic tests\n");
+		return -1;
+	}
+	/* IBTA table 38: UC has SEND and RDMA WRITE, no READ or atomics */
+	if (opt.conn == C_UC && (opt.verb == V_READ || opt.verb == V_ATOMIC)) {
+		fprintf(stderr, " %s not supported over UC\n",
+			opt.verb == V_READ ? "RDMA Read is" :
+					     "Atomic operations are");
+		return -1;
+	}
+	/* An unreliable sender outruns its receiver's queue, and a SEND
+	 * that finds no receive is lost: the server would wait for ever
+	 * for -n messages. With -D it counts what arrives. */
+	if (opt.conn == C_UC && opt.verb == V_SEND && opt.tst == T_BW &&
+	    opt.duration <= 0) {
+		fprintf(stderr, " send_bw over UC needs -D (duration mode): lost SENDs are not resent\n");
 		return -1;
 	}
 	/* perftest 4.5: no inline in bandwidth tests unless -I; latency

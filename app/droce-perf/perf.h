@@ -46,6 +46,7 @@
 
 enum perf_verb { V_SEND, V_WRITE, V_READ, V_ATOMIC };
 enum perf_tst { T_BW, T_LAT };
+enum perf_conn { C_RC, C_UC };		/* -c */
 enum perf_atomic { A_CMP_AND_SWAP, A_FETCH_AND_ADD };
 enum perf_output { OUT_FULL = -1, OUT_BW = 0, OUT_MR = 1, OUT_LAT = 2 };
 enum perf_engine { ENG_DEFAULT, ENG_LCORE, ENG_APP, ENG_SPLIT };
@@ -53,6 +54,7 @@ enum perf_engine { ENG_DEFAULT, ENG_LCORE, ENG_APP, ENG_SPLIT };
 struct perf_opts {
 	enum perf_verb verb;
 	enum perf_tst tst;
+	enum perf_conn conn;		/* -c RC (default) or UC */
 	const char *test_name;		/* "write_bw" ... */
 	/* perftest options */
 	const char *servername;		/* NULL: server */

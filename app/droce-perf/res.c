@@ -94,7 +94,10 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 {
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
-	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+	/* UC carries no READ or atomics: a QP asking for them is refused */
+	int access = opt.conn == C_UC ?
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE :
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	int n = opt.nqps;
 
@@ -207,7 +210,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		memset(&ia, 0, sizeof(ia));
 		ia.send_cq = s->scq;
 		ia.recv_cq = s->rcq;
-		ia.qp_type = IBV_QPT_RC;
+		ia.qp_type = opt.conn == C_UC ? IBV_QPT_UC : IBV_QPT_RC;
 		ia.cap.max_send_wr = side_sends(s) ? (uint32_t)opt.tx_depth : 1;
 		ia.cap.max_recv_wr = side_recvs(s) ? (uint32_t)opt.rx_depth : 1;
 		ia.cap.max_send_sge = 1;
@@ -281,10 +284,13 @@ int side_connect(struct perf_side *s)
 		a.ah_attr.grh.hop_limit = 0xff;
 		a.ah_attr.sl = (uint8_t)opt.sl;
 		a.ah_attr.port_num = (uint8_t)opt.ib_port;
+		/* UC: no responder resources, no RNR (ibv_modify_qp(3)) */
 		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
 				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER)) {
+				  IBV_QP_RQ_PSN |
+				  (opt.conn == C_UC ? 0 :
+				   IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER))) {
 			PERF_ERR("Failed to modify QP %d to RTR\n", s->qp[i]->qp_num);
 			return -1;
 		}
@@ -303,9 +309,11 @@ int side_connect(struct perf_side *s)
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = (uint8_t)rd;
+		/* UC: no ACKs, so no timeout, retries or reads */
 		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) {
+				  (opt.conn == C_UC ? 0 :
+				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))) {
 			PERF_ERR("Failed to modify QP to RTS\n");
 			return -1;
 		}

@@ -187,11 +187,38 @@ if grep -q "RDMA_Write BW Test" "$LAST"; then
 else
 	fail "ib_write_bw: not run as write_bw"
 fi
-# unsupported transports are refused cleanly
-if "$BIN" write_bw -c UD --loopback >"$WORK/ud.out" 2>&1; then
-	fail "-c UD: accepted"
-elif ! grep -q "not supported" "$WORK/ud.out"; then
-	fail "-c UD: no 'not supported' message"
-fi
+# UC (-c UC): WRITEs and SENDs with no ACK at all, the data checked
+# uc_checks <label>: UC said in the header, no ACK either way
+uc_checks() {
+	grep -q '^ Connection type : UC' "$LAST" || fail "$1: header does not say UC"
+	[ "$(kv "$LAST" c_acks)" = 0 ] && [ "$(kv "$LAST" s_acks)" = 0 ] ||
+		fail "$1: ACKs on UC: c_acks=$(kv "$LAST" c_acks) s_acks=$(kv "$LAST" s_acks)"
+}
+run write_bw-uc 0 write_bw -c UC -s 3000 -n 1000 -m 1024 $APP &&
+	check_bw write_bw-uc 3000 1000 1 && uc_checks write_bw-uc
+run write_lat-uc 0 write_lat -c UC -s 64 -n 500 $APP &&
+	check_lat write_lat-uc 64 500 && uc_checks write_lat-uc
+run send_lat-uc 0 send_lat -c UC -s 64 -n 500 $APP &&
+	check_lat send_lat-uc 64 500 && uc_checks send_lat-uc
+# send_bw over UC only in duration mode: what arrives is counted
+run send_bw-uc 0 send_bw -c UC -s 512 -D 0.5 $APP && uc_checks send_bw-uc &&
+	{ [ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" -gt 0 ] ||
+	  fail "send_bw-uc: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs)"; }
+
+# unsupported transports and UC's missing operations are refused cleanly
+# refused <label> <message> <args...>
+refused() {
+	local label=$1 msg=$2
+	shift 2
+	if "$BIN" "$@" --loopback >"$WORK/refused.out" 2>&1; then
+		fail "$label: accepted"
+	elif ! grep -q -- "$msg" "$WORK/refused.out"; then
+		fail "$label: no '$msg' message: $(tail -n 1 "$WORK/refused.out")"
+	fi
+}
+refused "-c UD" "is not supported" write_bw -c UD
+refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
+refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
+refused "send_bw -c UC -n" "send_bw over UC needs -D" send_bw -c UC -n 100
 
 finish "$RUNS runs"
