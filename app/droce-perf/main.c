@@ -76,7 +76,7 @@ static void usage(const char *argv0)
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
 	printf("  -Q, --cq-mod=<n>           a completion every <n> WRs (default 100)\n");
 	printf("  -I, --inline_size=<size>   max inline size (default 0; latency: 220 WRITE, 236 SEND)\n");
-	printf("  -c, --connection=<type>    RC (default) or UC (UD/XRC/DC/SRD: not supported)\n");
+	printf("  -c, --connection=<type>    RC (default), UC or UD (XRC/DC/SRD: not supported)\n");
 	printf("  -x, --gid-index=<index>    local GID index (default 1: droce's IPv4 GID)\n");
 	printf("  -o, --outs=<num>           outstanding reads/atomics (default device max)\n");
 	printf("  -A, --atomic_type=<type>   CMP_AND_SWAP or FETCH_AND_ADD (default)\n");
@@ -240,8 +240,10 @@ static int parse_args(int argc, char **argv)
 				opt.conn = C_RC;
 			} else if (strcmp(optarg, "UC") == 0) {
 				opt.conn = C_UC;
+			} else if (strcmp(optarg, "UD") == 0) {
+				opt.conn = C_UD;
 			} else {
-				fprintf(stderr, " Connection type %s is not supported: droce-perf runs RC and UC\n",
+				fprintf(stderr, " Connection type %s is not supported: droce-perf runs RC, UC and UD\n",
 					optarg);
 				return -1;
 			}
@@ -419,19 +421,28 @@ static int settle_opts(void)
 		fprintf(stderr, " Message size cannot be changed for Atomic tests\n");
 		return -1;
 	}
-	/* IBTA table 38: UC has SEND and RDMA WRITE, no READ or atomics */
-	if (opt.conn == C_UC && (opt.verb == V_READ || opt.verb == V_ATOMIC)) {
-		fprintf(stderr, " %s not supported over UC\n",
+	/* IBTA table 38: UC has SEND and RDMA WRITE, no READ or atomics;
+	 * UD has SEND only */
+	if (opt.conn != C_RC && (opt.verb == V_READ || opt.verb == V_ATOMIC ||
+				 (opt.conn == C_UD && opt.verb == V_WRITE))) {
+		fprintf(stderr, " %s not supported over %s\n",
 			opt.verb == V_READ ? "RDMA Read is" :
-					     "Atomic operations are");
+			opt.verb == V_WRITE ? "RDMA Write is" :
+					      "Atomic operations are",
+			opt.conn == C_UC ? "UC" : "UD");
 		return -1;
 	}
 	/* An unreliable sender outruns its receiver's queue, and a SEND
 	 * that finds no receive is lost: the server would wait for ever
 	 * for -n messages. With -D it counts what arrives. */
-	if (opt.conn == C_UC && opt.verb == V_SEND && opt.tst == T_BW &&
+	if (opt.conn != C_RC && opt.verb == V_SEND && opt.tst == T_BW &&
 	    opt.duration <= 0) {
-		fprintf(stderr, " send_bw over UC needs -D (duration mode): lost SENDs are not resent\n");
+		fprintf(stderr, " send_bw over %s needs -D (duration mode): lost SENDs are not resent\n",
+			opt.conn == C_UC ? "UC" : "UD");
+		return -1;
+	}
+	if (opt.conn == C_UD && opt.all) {
+		fprintf(stderr, " -a over UD: not supported (a datagram is one packet; use -s up to the MTU)\n");
 		return -1;
 	}
 	/* perftest 4.5: no inline in bandwidth tests unless -I; latency
@@ -488,6 +499,16 @@ static uint64_t page_size(void)
 	long p = sysconf(_SC_PAGESIZE);
 
 	return p > 0 ? (uint64_t)p : 4096;
+}
+
+/* A UD message is one packet: at most the path MTU (perftest's rule). */
+static int ud_size_check(void)
+{
+	if (opt.conn == C_UD && opt.size > (uint64_t)opt.mtu) {
+		fprintf(stderr, " Max msg size in UD is MTU %d\n", opt.mtu);
+		return -1;
+	}
+	return 0;
 }
 
 static uint64_t max_size(void)
@@ -718,6 +739,8 @@ static int main_loopback(const char *argv0)
 	s.app_mode = opt.engine == ENG_APP;
 	if (opt.mtu == 0)
 		opt.mtu = perf_mtu_bytes(c.port_mtu);
+	if (ud_size_check())
+		goto out;
 	side_fill_dest(&c);
 	side_fill_dest(&s);
 	memcpy(c.rem, s.my, sizeof(*c.rem) * (size_t)opt.nqps);
@@ -1046,6 +1069,8 @@ static int main_remote(void)
 	if (oob_mtu(&mtu))
 		goto out;
 	opt.mtu = perf_mtu_bytes(mtu);
+	if (ud_size_check())
+		goto out;
 	side_fill_dest(&me);
 	report_test_info(&me);
 	if (opt.tst == T_BW)

@@ -46,7 +46,11 @@
 
 enum perf_verb { V_SEND, V_WRITE, V_READ, V_ATOMIC };
 enum perf_tst { T_BW, T_LAT };
-enum perf_conn { C_RC, C_UC };		/* -c */
+enum perf_conn { C_RC, C_UC, C_UD };	/* -c */
+/* perftest's Q_Key for UD (both ends use it; nothing exchanged) */
+#define PERF_UD_QKEY		0x11111111u
+/* A UD receive starts with the 40-byte GRH slot (IBTA 11.4.1.2) */
+#define PERF_GRH_LEN		40
 enum perf_atomic { A_CMP_AND_SWAP, A_FETCH_AND_ADD };
 enum perf_output { OUT_FULL = -1, OUT_BW = 0, OUT_MR = 1, OUT_LAT = 2 };
 enum perf_engine { ENG_DEFAULT, ENG_LCORE, ENG_APP, ENG_SPLIT };
@@ -54,7 +58,7 @@ enum perf_engine { ENG_DEFAULT, ENG_LCORE, ENG_APP, ENG_SPLIT };
 struct perf_opts {
 	enum perf_verb verb;
 	enum perf_tst tst;
-	enum perf_conn conn;		/* -c RC (default) or UC */
+	enum perf_conn conn;		/* -c RC (default), UC or UD */
 	const char *test_name;		/* "write_bw" ... */
 	/* perftest options */
 	const char *servername;		/* NULL: server */
@@ -167,6 +171,7 @@ struct perf_side {
 	int max_inline;
 	struct perf_dest *my;
 	struct perf_dest *rem;
+	struct ibv_ah **ah;		/* UD: an address handle per QP */
 	struct perf_qpstat *st;
 	/* per-WR scratch */
 	struct ibv_send_wr *wr;
@@ -192,6 +197,12 @@ enum ibv_mtu perf_mtu_enum(int bytes);
 int perf_mtu_bytes(enum ibv_mtu m);
 uint8_t *side_src(const struct perf_side *s, int q);
 uint8_t *side_dst(const struct perf_side *s, int q);
+
+/* Where a receive's data starts in its buffer (UD: after the GRH). */
+static inline uint32_t perf_recv_off(void)
+{
+	return opt.conn == C_UD ? PERF_GRH_LEN : 0;
+}
 void side_drive(struct perf_side *s);	/* app mode: run the engine once */
 
 /* run.c: the measurement loops, as steps so one thread can run both ends */

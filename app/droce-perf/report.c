@@ -63,7 +63,7 @@ void report_test_info(const struct perf_side *s)
 	       ibv_get_device_name(s->ctx->device));
 	printf(" Number of qps   : %d\t\tTransport type : IB\n", opt.nqps);
 	printf(" Connection type : %s\t\tUsing SRQ      : OFF\n",
-	       opt.conn == C_UC ? "UC" : "RC");
+	       opt.conn == C_UC ? "UC" : opt.conn == C_UD ? "UD" : "RC");
 	printf(" PCIe relax order: Unsupported\n");
 	printf(" ibv_wr* API     : %s\n", opt.old_post_send ? "OFF" : "ON");
 	if (s->is_client || opt.tst == T_LAT)

@@ -94,8 +94,9 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 {
 	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
-	/* UC carries no READ or atomics: a QP asking for them is refused */
-	int access = opt.conn == C_UC ?
+	/* UC carries no READ or atomics: a QP asking for them is refused
+	 * (UD QPs take no access flags; the MR is the same) */
+	int access = opt.conn != C_RC ?
 		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE :
 		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -145,7 +146,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	 */
 	if (max_size < cycle_buffer)
 		max_size = cycle_buffer;
-	s->slot = (size_t)(max_size < 64 ? 64 : max_size);
+	s->slot = (size_t)(max_size < 64 ? 64 : max_size) + perf_recv_off();
 	s->slot = (s->slot + 63) & ~(size_t)63;
 	s->buf_len = 2 * (size_t)n * s->slot;
 	s->buf_len = (s->buf_len + 4095) & ~(size_t)4095;
@@ -189,9 +190,11 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	s->my = calloc((size_t)n, sizeof(*s->my));
 	s->rem = calloc((size_t)n, sizeof(*s->rem));
 	s->st = calloc((size_t)n, sizeof(*s->st));
+	s->ah = calloc((size_t)n, sizeof(*s->ah));
 	s->wr = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->wr));
 	s->sge = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->sge));
-	if (!s->qp || !s->my || !s->rem || !s->st || !s->wr || !s->sge) {
+	if (!s->qp || !s->my || !s->rem || !s->st || !s->wr || !s->sge ||
+	    !s->ah) {
 		PERF_ERR("out of memory\n");
 		return -1;
 	}
@@ -210,7 +213,8 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		memset(&ia, 0, sizeof(ia));
 		ia.send_cq = s->scq;
 		ia.recv_cq = s->rcq;
-		ia.qp_type = opt.conn == C_UC ? IBV_QPT_UC : IBV_QPT_RC;
+		ia.qp_type = opt.conn == C_UC ? IBV_QPT_UC :
+			     opt.conn == C_UD ? IBV_QPT_UD : IBV_QPT_RC;
 		ia.cap.max_send_wr = side_sends(s) ? (uint32_t)opt.tx_depth : 1;
 		ia.cap.max_recv_wr = side_recvs(s) ? (uint32_t)opt.rx_depth : 1;
 		ia.cap.max_send_sge = 1;
@@ -239,8 +243,10 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		a.pkey_index = 0;
 		a.port_num = (uint8_t)opt.ib_port;
 		a.qp_access_flags = access;
+		a.qkey = PERF_UD_QKEY;
 		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+				  IBV_QP_PORT | (opt.conn == C_UD ? IBV_QP_QKEY :
+						 IBV_QP_ACCESS_FLAGS))) {
 			PERF_ERR("Failed to modify QP %d to INIT\n", i);
 			return -1;
 		}
@@ -284,11 +290,22 @@ int side_connect(struct perf_side *s)
 		a.ah_attr.grh.hop_limit = 0xff;
 		a.ah_attr.sl = (uint8_t)opt.sl;
 		a.ah_attr.port_num = (uint8_t)opt.ib_port;
-		/* UC: no responder resources, no RNR (ibv_modify_qp(3)) */
-		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
-				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN |
-				  (opt.conn == C_UC ? 0 :
+		if (opt.conn == C_UD) {
+			/* the peer's address goes into each WR, through an
+			 * address handle; the QP itself has no peer */
+			s->ah[i] = ibv_create_ah(s->pd, &a.ah_attr);
+			if (s->ah[i] == NULL) {
+				PERF_ERR("Failed to create AH for UD\n");
+				return -1;
+			}
+		}
+		/* UC: no responder resources, no RNR; UD: the state alone
+		 * (ibv_modify_qp(3)) */
+		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE |
+				  (opt.conn == C_UD ? 0 :
+				   IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) |
+				  (opt.conn != C_RC ? 0 :
 				   IBV_QP_MAX_DEST_RD_ATOMIC |
 				   IBV_QP_MIN_RNR_TIMER))) {
 			PERF_ERR("Failed to modify QP %d to RTR\n", s->qp[i]->qp_num);
@@ -309,9 +326,9 @@ int side_connect(struct perf_side *s)
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = (uint8_t)rd;
-		/* UC: no ACKs, so no timeout, retries or reads */
+		/* UC, UD: no ACKs, so no timeout, retries or reads */
 		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				  (opt.conn == C_UC ? 0 :
+				  (opt.conn != C_RC ? 0 :
 				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))) {
 			PERF_ERR("Failed to modify QP to RTS\n");
@@ -327,6 +344,10 @@ void side_close(struct perf_side *s)
 		for (int i = 0; i < s->nqps; i++)
 			if (s->qp[i])
 				ibv_destroy_qp(s->qp[i]);
+	if (s->ah)
+		for (int i = 0; i < s->nqps; i++)
+			if (s->ah[i])
+				ibv_destroy_ah(s->ah[i]);
 	if (s->rcq && s->rcq != s->scq)
 		ibv_destroy_cq(s->rcq);
 	if (s->scq)
@@ -340,6 +361,7 @@ void side_close(struct perf_side *s)
 	free(s->buf);
 	free(s->qp);
 	free(s->qpx);
+	free(s->ah);
 	free(s->my);
 	free(s->rem);
 	free(s->st);

@@ -130,6 +130,9 @@ static inline int post_wr_api(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
 			ibv_wr_abort(x);
 			return EINVAL;
 		}
+		if (wr->wr.ud.ah != NULL && wr->opcode == IBV_WR_SEND)
+			ibv_wr_set_ud_addr(x, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+					   wr->wr.ud.remote_qkey);
 		if (wr->send_flags & IBV_SEND_INLINE)
 			ibv_wr_set_inline_data(x, (void *)(uintptr_t)g->addr,
 					       g->length);
@@ -234,6 +237,11 @@ static void set_send_wrs(struct perf_side *s)
 			switch (opt.verb) {
 			case V_SEND:
 				w->opcode = IBV_WR_SEND;
+				if (opt.conn == C_UD) {
+					w->wr.ud.ah = s->ah[q];
+					w->wr.ud.remote_qpn = s->rem[q].qpn;
+					w->wr.ud.remote_qkey = PERF_UD_QKEY;
+				}
 				break;
 			case V_WRITE:
 				w->opcode = IBV_WR_RDMA_WRITE;
@@ -266,7 +274,7 @@ static int post_recvs(struct perf_side *s, int q, int n)
 {
 	struct ibv_sge g = {
 		.addr = (uintptr_t)side_dst(s, q),
-		.length = (uint32_t)cur_size,
+		.length = (uint32_t)cur_size + perf_recv_off(),
 		.lkey = s->mr->lkey,
 	};
 	struct ibv_recv_wr w = { .wr_id = (uint64_t)q, .sg_list = &g,
@@ -941,7 +949,8 @@ int run_check(struct perf_side *c, struct perf_side *srv)
 			}
 			break;
 		case V_SEND:
-			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
+			if (memcmp(side_src(c, q),
+				   side_dst(srv, q) + perf_recv_off(), sz)) {
 				printf(" check: SEND data of QP %d differs\n", q);
 				bad++;
 			}
@@ -966,8 +975,9 @@ int run_check(struct perf_side *c, struct perf_side *srv)
 		for (int q = 0; q < srv->nqps; q++) {
 			const struct perf_qpstat *st = &srv->st[q];
 
+			/* (a UD receive counts the GRH's 40 bytes too) */
 			if ((want_msgs && st->rcnt != want_msgs) ||
-			    st->rbytes != st->rcnt * cur_size) {
+			    st->rbytes != st->rcnt * (cur_size + perf_recv_off())) {
 				printf(" check: server QP %d received %lu messages, %lu bytes (want %lu x %lu)\n",
 				       q, (unsigned long)st->rcnt,
 				       (unsigned long)st->rbytes,

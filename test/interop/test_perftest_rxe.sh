@@ -37,9 +37,9 @@
 #    timeouts and NAKs are printed as notes);
 #  - at path MTU 4096 (write_bw_mtu4096, first mode only): 4096-byte
 #    payloads from the client in the capture (lib.sh: io_jumbo);
-#  - UC (uc_write_bw, uc_send_lat; first mode only): both sides say
-#    "Connection type : UC" (a droce RC QP would drop rxe's UC opcodes,
-#    IBTA 9.6.1.1, and the run would stall), and droce sent no ACK;
+#  - UC (uc_write_bw, uc_send_lat) and UD (ud_send_lat, a full 1024-byte
+#    datagram; first mode only): both sides say "Connection type : UC"
+#    (UD), and droce sent no ACK;
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -75,6 +75,7 @@ faa_lat      atomic_lat 8      -A:FETCH_AND_ADD
 write_bw_mtu4096 write_bw 65536 -m:4096
 uc_write_bw  write_bw   4096   -c:UC
 uc_send_lat  send_lat   64     -c:UC
+ud_send_lat  send_lat   1024   -c:UD
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -309,15 +310,16 @@ run() {
 	fi
 	check_pair "$label" "$dir" "$t" "$size" "$3"
 	case $name in
-	uc_*)
-		grep -q 'Connection type : UC' "$dir/rxe.out" &&
-		grep -q 'Connection type : UC' "$dir/droce.out" ||
-			io_fail "$label: not both sides say 'Connection type : UC'"
-		local acks
+	uc_*|ud_*)
+		local ct acks
+		ct=$(echo "${name%%_*}" | tr a-z A-Z)
+		grep -q "Connection type : $ct" "$dir/rxe.out" &&
+		grep -q "Connection type : $ct" "$dir/droce.out" ||
+			io_fail "$label: not both sides say 'Connection type : $ct'"
 		acks=$(grep '^DROCE_PERF ' "$dir/droce.out" | tail -n 1 |
 		       tr ' ' '\n' | sed -n 's/^c_acks=//p')
 		[ "${acks:-0}" = 0 ] ||
-			io_fail "$label: droce sent $acks ACKs on a UC QP" ;;
+			io_fail "$label: droce sent $acks ACKs on a $ct QP" ;;
 	*_mtu4096)
 		# the client sends the payloads
 		if [ "$3" = rxe ]; then
@@ -334,8 +336,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096 and UC runs in one mode only
-		case $name in *_mtu4096|uc_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC and UD runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

@@ -187,13 +187,15 @@ if grep -q "RDMA_Write BW Test" "$LAST"; then
 else
 	fail "ib_write_bw: not run as write_bw"
 fi
-# UC (-c UC): WRITEs and SENDs with no ACK at all, the data checked
-# uc_checks <label>: UC said in the header, no ACK either way
-uc_checks() {
-	grep -q '^ Connection type : UC' "$LAST" || fail "$1: header does not say UC"
+# UC (-c UC) and UD (-c UD): WRITEs and SENDs with no ACK at all, the
+# data checked (UD: after the receive's 40-byte GRH slot)
+# unrel_checks <label> <UC|UD>: said in the header, no ACK either way
+unrel_checks() {
+	grep -q "^ Connection type : $2" "$LAST" || fail "$1: header does not say $2"
 	[ "$(kv "$LAST" c_acks)" = 0 ] && [ "$(kv "$LAST" s_acks)" = 0 ] ||
-		fail "$1: ACKs on UC: c_acks=$(kv "$LAST" c_acks) s_acks=$(kv "$LAST" s_acks)"
+		fail "$1: ACKs on $2: c_acks=$(kv "$LAST" c_acks) s_acks=$(kv "$LAST" s_acks)"
 }
+uc_checks() { unrel_checks "$1" UC; }
 run write_bw-uc 0 write_bw -c UC -s 3000 -n 1000 -m 1024 $APP &&
 	check_bw write_bw-uc 3000 1000 1 && uc_checks write_bw-uc
 run write_lat-uc 0 write_lat -c UC -s 64 -n 500 $APP &&
@@ -204,6 +206,14 @@ run send_lat-uc 0 send_lat -c UC -s 64 -n 500 $APP &&
 run send_bw-uc 0 send_bw -c UC -s 512 -D 0.5 $APP && uc_checks send_bw-uc &&
 	{ [ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" -gt 0 ] ||
 	  fail "send_bw-uc: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs)"; }
+# UD: a full 1024-byte datagram (the path MTU), and the old post path
+run send_lat-ud 0 send_lat -c UD -s 1024 -m 1024 -n 500 $APP &&
+	check_lat send_lat-ud 1024 500 && unrel_checks send_lat-ud UD
+run send_bw-ud 0 send_bw -c UD -s 256 -q 2 -D 0.5 $APP --use_old_post_send &&
+	unrel_checks send_bw-ud UD &&
+	{ [ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" -gt 0 ] &&
+	  grep -qx ' check: size 256 OK' "$LAST" ||
+	  fail "send_bw-ud: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs) $(grep ' check:' "$LAST")"; }
 
 # unsupported transports and UC's missing operations are refused cleanly
 # refused <label> <message> <args...>
@@ -216,7 +226,10 @@ refused() {
 		fail "$label: no '$msg' message: $(tail -n 1 "$WORK/refused.out")"
 	fi
 }
-refused "-c UD" "is not supported" write_bw -c UD
+refused "-c XRC" "is not supported" write_bw -c XRC
+refused "write_bw -c UD" "RDMA Write is not supported over UD" write_bw -c UD
+refused "send_lat -c UD -s 2048 -m 1024" "Max msg size in UD is MTU 1024" send_lat -c UD -s 2048 -m 1024
+refused "send_lat -c UD -a" "-a over UD" send_lat -c UD -a
 refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
 refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
 refused "send_bw -c UC -n" "send_bw over UC needs -D" send_bw -c UC -n 100
