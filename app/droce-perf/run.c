@@ -130,7 +130,7 @@ static inline int post_wr_api(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
 			ibv_wr_abort(x);
 			return EINVAL;
 		}
-		if (wr->wr.ud.ah != NULL && wr->opcode == IBV_WR_SEND)
+		if (opt.conn == C_UD)	/* (SEND only: settle_opts) */
 			ibv_wr_set_ud_addr(x, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
 					   wr->wr.ud.remote_qkey);
 		if (wr->send_flags & IBV_SEND_INLINE)
