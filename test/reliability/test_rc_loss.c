@@ -450,9 +450,8 @@ static bool zero_copy(void)
 /* True when a WR failed all its tries and retry_exc_ok let it pass. */
 static bool loss_round(double loss, uint64_t per_qp, uint64_t seed)
 {
-	bool exc = false;
-
 	char kv[256];
+	bool exc = false;
 	struct droce_dev_stats a0, b0, a1, b1;
 	struct droce_impair_stats ia, ib;
 	double t0 = dt_now();
