@@ -68,16 +68,16 @@ build_bth_ext(uint8_t *b, const struct roce_pkt *p, uint32_t flags)
 			 ((p->pad << ROCE_BTH_PAD_SHIFT) & ROCE_BTH_PAD_MASK) |
 			 (p->tver & ROCE_BTH_TVER_MASK));
 	wr16(b + 2, p->pkey);
-	wr32(b + 4, (p->fecn ? ROCE_BTH_FECN : 0) |
-		    (p->becn ? ROCE_BTH_BECN : 0) |
-		    (p->dest_qp & ROCE_QPN_MASK));
-	wr32(b + 8, (p->ack_req ? ROCE_BTH_ACKREQ : 0) |
-		    (p->psn & ROCE_PSN_MASK));
+	roce_put_be32(b + 4, (p->fecn ? ROCE_BTH_FECN : 0) |
+			     (p->becn ? ROCE_BTH_BECN : 0) |
+			     (p->dest_qp & ROCE_QPN_MASK));
+	roce_put_be32(b + 8, (p->ack_req ? ROCE_BTH_ACKREQ : 0) |
+			     (p->psn & ROCE_PSN_MASK));
 	b += ROCE_BTH_LEN;
 
 	if (flags & ROCE_OPF_DETH) {
-		wr32(b, p->deth_qkey);
-		wr32(b + 4, p->deth_src_qp & ROCE_QPN_MASK);
+		roce_put_be32(b, p->deth_qkey);
+		roce_put_be32(b + 4, p->deth_src_qp & ROCE_QPN_MASK);
 		b += ROCE_DETH_LEN;
 	}
 	if (flags & ROCE_OPF_RETH) {
@@ -137,8 +137,8 @@ roce_build_hdrs(uint8_t *buf, struct roce_pkt *p)
 	p->l3_off = (uint16_t)off;
 	ip = buf + off;
 	if (p->ipv6) {
-		wr32(ip, 6u << 28 | (uint32_t)p->tos << 20 |
-			 (p->flow_label & 0xfffff));
+		roce_put_be32(ip, 6u << 28 | (uint32_t)p->tos << 20 |
+				  (p->flow_label & 0xfffff));
 		wr16(ip + 4, (uint16_t)l4_len);
 		ip[6] = ROCE_IPPROTO_UDP;
 		ip[7] = p->ttl;
@@ -287,7 +287,7 @@ roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,
 	wr16(bth - ROCE_UDP_HLEN + 4, (uint16_t)l4_len);
 	bth[0] = opcode;
 	bth[1] = bth1;
-	wr32(bth + 8, bth_psn);
+	roce_put_be32(bth + 8, bth_psn);
 	if (img->ipv6) {
 		wr16(ip + 4, (uint16_t)l4_len);
 		return img->l3_off + ROCE_IPV6_HLEN + l4_len;

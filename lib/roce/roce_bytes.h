@@ -62,19 +62,7 @@ wr24(uint8_t *p, uint32_t v)
 	wr16(p + 1, (uint16_t)v);
 }
 
-static inline __attribute__((always_inline)) void
-wr32(uint8_t *p, uint32_t v)
-{
-	v = __builtin_bswap32(v);
-	memcpy(p, &v, 4);
-}
-
-static inline __attribute__((always_inline)) void
-wr64(uint8_t *p, uint64_t v)
-{
-	v = __builtin_bswap64(v);
-	memcpy(p, &v, 8);
-}
+/* (32 and 64 bits: roce_put_be32/64 in roce.h) */
 
 static inline uint16_t
 fold16(uint64_t sum)
