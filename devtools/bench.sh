@@ -194,14 +194,14 @@ fi
 # --------------------------------------------------------------- remote
 if has remote; then
 	section "Two processes, perftest style (TCP exchange, server core 0, client core 1), memif pair, app-driven engines"
-	# Path MTU 4096: DPDK 22.11's memif reports 1518-byte frames at most
-	# but carries any frame that fits one of its buffers, so both memif
-	# vdevs get 4352-byte buffers (bsize=) and droce the port's real MTU
-	# (port_mtu=); the raw ceiling runs over the same kind of pair. (Until
-	# the fourteenth round of doc/performance.md: path MTU 1024.)
+	# Path MTU 4096: memif carries more than it reports (memif_frames,
+	# test/common/test_lib.sh); the raw ceiling runs over the same kind
+	# of pair. (Until the fourteenth round of doc/performance.md: path
+	# MTU 1024.)
 	MTU_M=4096
-	MEMIF_ARGS=,bsize=4352
-	PAIR_DEVARGS="mtu=4096,port_mtu=4288${PAIR_DEVARGS:+,$PAIR_DEVARGS}"
+	memif_frames $MTU_M
+	MEMIF_ARGS=$MEMIF_FRAME_ARGS
+	PAIR_DEVARGS="mtu=$MTU_M$PORT_FRAME_ARGS${PAIR_DEVARGS:+,$PAIR_DEVARGS}"
 	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi

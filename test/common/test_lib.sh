@@ -3,7 +3,7 @@
 #
 # Shell helpers of the test scripts (sourced by test/examples/pingpong_lib.sh,
 # test/perf/perf_lib.sh, test/interop/lib.sh; devtools/bench/lib.sh for the
-# ports). TCP ports on this machine, for the out-of-band exchange of
+# ports and memif_frames). TCP ports on this machine, for the out-of-band exchange of
 # two-process tests, from /proc/net/tcp{,6}:
 #   port_in_use <port>     any socket on it, in any state (TIME_WAIT too)
 #   port_listening <port>  a socket listening on it
@@ -12,6 +12,8 @@
 #   eal_mem_hugepages <MB>  --in-memory when 1 GiB of hugepages is free,
 #                          else --no-huge --no-shconf -m <MB>;
 #                          DROCE_TEST_EAL_MEM overrides
+# memif frames for a path MTU (see below):
+#   memif_frames <path mtu>  sets MEMIF_FRAME_ARGS and PORT_FRAME_ARGS
 
 port_in_use() {
 	local hex
@@ -51,4 +53,15 @@ eal_mem_hugepages() {
 	else
 		echo "--no-huge --no-shconf -m $1"
 	fi
+}
+
+# DPDK 22.11's memif reports 1518-byte frames at most (ethdev then refuses
+# a larger MTU) but carries any frame that fits one of its buffers. For a
+# path MTU whose frames are larger: memif buffers of <path mtu> + 256 bytes
+# (",bsize=..." for both memif vdevs) and the L3 MTU the port really carries
+# (",port_mtu=..." for both droce devices; droce sizes its path MTU and
+# mbufs by it and configures ethdev within the reported limit).
+memif_frames() {
+	MEMIF_FRAME_ARGS=",bsize=$(($1 + 256))"
+	PORT_FRAME_ARGS=",port_mtu=$(($1 + 192))"
 }

@@ -150,20 +150,17 @@ probe_memif() {
 
 # A RoCEv2 packet with a full path-MTU payload needs at least Ethernet 14
 # + IP 20 + UDP 8 + BTH 12 + extended transport header (UD: DETH 8, RC: 0)
-# + payload + ICRC 4 + FCS 4 bytes. DPDK 22.11's memif reports 1518-byte
-# frames at most (ethdev then refuses a larger MTU) but carries any frame
-# that fits one of its buffers: past the reported limit, the runs give memif
-# buffers of <path mtu> + 256 bytes (bsize=) and droce the port's real L3
-# MTU (port_mtu=; droce leaves the MTU it configures at the reported limit).
-MEMIF_X=
-PORT_X=
+# + payload + ICRC 4 + FCS 4 bytes. Past memif's reported frame limit the
+# runs give memif larger buffers and droce the port's real MTU
+# (memif_frames, test/common/test_lib.sh).
+MEMIF_FRAME_ARGS=
+PORT_FRAME_ARGS=
 need_frame() { # <path mtu> [<extended transport header bytes, default 8>]
 	local need=$(($1 + 14 + 20 + 8 + 12 + ${2:-8} + 4 + 4))
 	if [ "$MAX_FRAME" -gt 0 ] && [ "$MAX_FRAME" -lt $need ]; then
-		MEMIF_X=",bsize=$(($1 + 256))"
-		PORT_X=",port_mtu=$(($1 + 192))"
+		memif_frames "$1"
 		echo "note: memif reports frames of at most $MAX_FRAME bytes, path" \
-		     "MTU $1 needs $need: memif ${MEMIF_X#,}, droce ${PORT_X#,}"
+		     "MTU $1 needs $need: memif ${MEMIF_FRAME_ARGS#,}, droce ${PORT_FRAME_ARGS#,}"
 	fi
 }
 
@@ -226,8 +223,8 @@ run_pair_once() {
 	port=$(free_port) || { fail "$label: no free TCP port"; return 1; }
 
 	# shellcheck disable=SC2086
-	DROCE_EAL_ARGS="$(eal_args 0 "$PREFIX_A" "net_memif0,role=server,socket=$SOCK$MEMIF_X")" \
-	DROCE_DEVICES="port=net_memif0,ip=$IP_SERVER,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS$PORT_X" \
+	DROCE_EAL_ARGS="$(eal_args 0 "$PREFIX_A" "net_memif0,role=server,socket=$SOCK$MEMIF_FRAME_ARGS")" \
+	DROCE_DEVICES="port=net_memif0,ip=$IP_SERVER,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS$PORT_FRAME_ARGS" \
 	timeout -k 3 "$(limit 20)" "${STDBUF[@]}" "$SERVER_BIN" -p "$port" \
 		-g "$GIDX" $sargs >"$RUN_DIR/server.out" 2>"$RUN_DIR/server.err" &
 	spid=$!
@@ -253,8 +250,8 @@ run_pair_once() {
 	done
 
 	# shellcheck disable=SC2086
-	DROCE_EAL_ARGS="$(eal_args "$CORE_B" "$PREFIX_B" "net_memif0,role=client,socket=$SOCK$MEMIF_X")" \
-	DROCE_DEVICES="port=net_memif0,ip=$IP_CLIENT,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS$PORT_X" \
+	DROCE_EAL_ARGS="$(eal_args "$CORE_B" "$PREFIX_B" "net_memif0,role=client,socket=$SOCK$MEMIF_FRAME_ARGS")" \
+	DROCE_DEVICES="port=net_memif0,ip=$IP_CLIENT,mtu=$mtu,lcore=app,arp_timeout_ms=$ARP_MS$PORT_FRAME_ARGS" \
 	timeout -k 3 "$(limit 20)" "${STDBUF[@]}" "$CLIENT_BIN" -p "$port" \
 		-g "$GIDX" $cargs 127.0.0.1 \
 		>"$RUN_DIR/client.out" 2>"$RUN_DIR/client.err" &

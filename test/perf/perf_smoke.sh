@@ -195,15 +195,14 @@ unrel_checks() {
 	[ "$(kv "$LAST" c_acks)" = 0 ] && [ "$(kv "$LAST" s_acks)" = 0 ] ||
 		fail "$1: ACKs on $2: c_acks=$(kv "$LAST" c_acks) s_acks=$(kv "$LAST" s_acks)"
 }
-uc_checks() { unrel_checks "$1" UC; }
 run write_bw-uc 0 write_bw -c UC -s 3000 -n 1000 -m 1024 $APP &&
-	check_bw write_bw-uc 3000 1000 1 && uc_checks write_bw-uc
+	check_bw write_bw-uc 3000 1000 1 && unrel_checks write_bw-uc UC
 run write_lat-uc 0 write_lat -c UC -s 64 -n 500 $APP &&
-	check_lat write_lat-uc 64 500 && uc_checks write_lat-uc
+	check_lat write_lat-uc 64 500 && unrel_checks write_lat-uc UC
 run send_lat-uc 0 send_lat -c UC -s 64 -n 500 $APP &&
-	check_lat send_lat-uc 64 500 && uc_checks send_lat-uc
+	check_lat send_lat-uc 64 500 && unrel_checks send_lat-uc UC
 # send_bw over UC only in duration mode: what arrives is counted
-run send_bw-uc 0 send_bw -c UC -s 512 -D 0.5 $APP && uc_checks send_bw-uc &&
+run send_bw-uc 0 send_bw -c UC -s 512 -D 0.5 $APP && unrel_checks send_bw-uc UC &&
 	{ [ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" -gt 0 ] ||
 	  fail "send_bw-uc: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs)"; }
 # UD: a full 1024-byte datagram (the path MTU), and the old post path
