@@ -3,8 +3,8 @@
 #
 # Shell helpers of the test scripts (sourced by test/examples/pingpong_lib.sh,
 # test/perf/perf_lib.sh, test/interop/lib.sh; devtools/bench/lib.sh for the
-# ports and memif_frames). TCP ports on this machine, for the out-of-band exchange of
-# two-process tests, from /proc/net/tcp{,6}:
+# ports and memif_frames). TCP ports on this machine, for the out-of-band
+# exchange of two-process tests, from /proc/net/tcp{,6}:
 #   port_in_use <port>     any socket on it, in any state (TIME_WAIT too)
 #   port_listening <port>  a socket listening on it
 #   free_port              a port in 20000..59999 no socket uses
