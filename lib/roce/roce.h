@@ -448,6 +448,9 @@ uint32_t roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6);
 uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 uint32_t roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src,
 			       size_t len);
+/* Whether roce_crc32_copy() of 256 bytes or more takes the AVX-512
+ * VPCLMULQDQ kernel (tests and benchmarks say which one they ran). */
+bool roce_crc32_copy_wide(void);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

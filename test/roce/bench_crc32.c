@@ -81,7 +81,10 @@ main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < 65536; i++)
 		src[i] = (uint8_t)(i * 131 + 7);
-	printf("roce_crc32 = %s; MB/s (10^6 B/s), %.2f s per case\n", impl,
+	printf("roce_crc32 = %s, roce_crc32_copy = %s; MB/s (10^6 B/s), "
+	       "%.2f s per case\n", impl,
+	       roce_crc32_copy_wide() ? "vpclmulqdq (pclmul below 256 B)" :
+	       roce_icrc_clmul_usable() ? "pclmul" : "memcpy + roce_crc32",
 	       secs);
 	printf("%8s %12s %12s %12s %14s %12s\n", "size", "isal", "slice8",
 	       "memcpy", "memcpy+crc32", "crc32_copy");

@@ -387,6 +387,7 @@ test_crc32_copy(void)
 		n++;
 	}
 	printf("crc32_copy == memcpy + reference on %d lengths (%s)\n", n,
+	       roce_crc32_copy_wide() ? "vpclmulqdq from 256 B, pclmul below" :
 	       roce_icrc_clmul_usable() ? "pclmul" : "fallback");
 }
 
