@@ -5,11 +5,14 @@
  * and the embedded default: two ports joined back to back by rte_rings.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_malloc.h>
 #include <rte_ring.h>
 
@@ -25,6 +28,46 @@
 
 static struct rte_ring *pair_rings[DROCE_MAX_DEVS];
 static uint32_t nb_pair_rings;
+
+/* memif's buffer size when its devargs give none (DPDK 22.11). */
+#define MEMIF_DEFAULT_BSIZE	2048
+
+/*
+ * A memif port whose frames need more than one of its buffers: warn.
+ * memif then sends a frame as chained descriptors, and DPDK's copy-mode
+ * transmit (22.11, and main as of 2026) takes one slot too many for a
+ * chain when its ring is nearly full: it writes a descriptor and buffer
+ * the receiver has not yet read, which splits or garbles a frame in
+ * flight (measured: dozens of frames a second at 4154-byte frames over
+ * 2048-byte buffers; doc/performance.md, fifteenth round). RC recovers
+ * (the ICRC drops the remains, a NAK resends), UC and UD lose messages.
+ * Frames that fit one buffer never chain.
+ */
+static void
+memif_check_bsize(uint16_t port, const struct rte_eth_dev_info *info,
+		  uint32_t frame)
+{
+	const struct rte_devargs *da;
+	struct rte_kvargs *kv = NULL;
+	const char *v;
+	uint32_t bsize = MEMIF_DEFAULT_BSIZE;
+
+	if (info->driver_name == NULL ||
+	    strcmp(info->driver_name, "net_memif") != 0 ||
+	    info->device == NULL)
+		return;
+	da = rte_dev_devargs(info->device);
+	if (da != NULL && da->args != NULL)
+		kv = rte_kvargs_parse(da->args, NULL);
+	v = kv != NULL ? rte_kvargs_get(kv, "bsize") : NULL;
+	if (v != NULL)
+		bsize = (uint32_t)strtoul(v, NULL, 0);
+	rte_kvargs_free(kv);
+	if (frame > bsize)
+		DROCE_LOG(WARNING, "port %u: frames up to %u bytes over memif buffers of %u (bsize=): "
+			  "memif chains them and its transmit then corrupts frames in flight; give memif bsize=%u or more",
+			  port, frame, bsize, frame);
+}
 
 int eth_port_setup(struct droce_dev *dev)
 {
@@ -80,6 +123,9 @@ int eth_port_setup(struct droce_dev *dev)
 				mtu = info.max_rx_pktlen - l2;
 		}
 	}
+	memif_check_bsize(port, &info, dev->args.max_mtu + ETH_L3_OVERHEAD +
+			  RTE_ETHER_HDR_LEN +
+			  (dev->args.vlan_tci ? RTE_VLAN_HLEN : 0));
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = mtu;
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
