@@ -28,6 +28,10 @@
  *     Linux rxe does).
  *  6. A WRITE with a bad lkey: IBV_WC_LOC_PROT_ERR and Send Queue Error
  *     (IBTA 10.3.1): the WR behind it flushed, receives go on, SQE -> RTS.
+ *  7. Messages longer than the requester's window of unacknowledged PSNs
+ *     (2 MiB + 5 bytes at path MTU 256: 8193 packets; nothing acknowledges
+ *     a UC packet, so no window may hold one back): SEND and
+ *     WRITE_WITH_IMM, every byte.
  */
 #include <endian.h>
 #include <inttypes.h>
@@ -838,6 +842,23 @@ static void send_queue_error(void)
 	       "receives go on, SQE -> RTS sends again: ok\n");
 }
 
+/* Past the RC window (ETH_REQ_WINDOW, 1024 PSNs): a UC message of
+ * 8193 packets went out 1024 packets far and then never on. */
+static void long_messages(void)
+{
+	struct pair p;
+	const uint32_t len = 2u * 1024 * 1024 + 5;
+
+	pair_create(&p, "uc-long", IBV_MTU_256, true, 0xfffff0, 50,
+		    DT_ACCESS_ALL, 16);
+	one_op(&p, 0, IBV_WR_SEND, len, false);
+	one_op(&p, 1, IBV_WR_RDMA_WRITE_WITH_IMM, len, true);
+	one_op(&p, 0, IBV_WR_SEND_WITH_IMM, 300, false);
+	pair_destroy(&p, true);
+	printf("  %u-byte SEND and WRITE_WITH_IMM at MTU 256 (%u packets): "
+	       "ok\n", len, (len + 255) / 256);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -863,6 +884,8 @@ int main(int argc, char **argv)
 	recv_too_small();
 	printf("6. send queue error\n");
 	send_queue_error();
+	printf("7. long messages\n");
+	long_messages();
 	dt_fini(&env);
 	printf("test_uc: %u messages checked, %u failure(s)\n", n_msgs,
 	       dt_failures);

@@ -920,7 +920,12 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		uint32_t idx = qp->req_cur;
 		struct droce_swqe_state *st = &qp->sq_state[idx & (qp->sq_cnt - 1)];
 
-		if (roce_psn_diff(qp->req_psn, qp->req_una_psn) >= ETH_REQ_WINDOW)
+		/* Only RC waits for ACKs: a UC message (UD has one packet)
+		 * completes once sent, so until then its PSNs stay "unacked"
+		 * and a long one would stop here for ever. */
+		if (unlikely(roce_psn_diff(qp->req_psn, qp->req_una_psn) >=
+			     ETH_REQ_WINDOW) &&
+		    qp->transport == ROCE_TRANSPORT_RC)
 			break;
 		if (eth_tx_busy(qp->dev)) {
 			*budget = 0;	/* requeue: the port is full, not us */
