@@ -432,15 +432,6 @@ static int settle_opts(void)
 			opt.conn == C_UC ? "UC" : "UD");
 		return -1;
 	}
-	/* An unreliable sender outruns its receiver's queue, and a SEND
-	 * that finds no receive is lost: the server would wait for ever
-	 * for -n messages. With -D it counts what arrives. */
-	if (opt.conn != C_RC && opt.verb == V_SEND && opt.tst == T_BW &&
-	    opt.duration <= 0) {
-		fprintf(stderr, " send_bw over %s needs -D (duration mode): lost SENDs are not resent\n",
-			opt.conn == C_UC ? "UC" : "UD");
-		return -1;
-	}
 	if (opt.conn == C_UD && opt.all) {
 		fprintf(stderr, " -a over UD: not supported (a datagram is one packet; use -s up to the MTU)\n");
 		return -1;

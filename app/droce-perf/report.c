@@ -385,7 +385,8 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       " %s_timeouts=%" PRIu64 " %s_icrc_err=%" PRIu64
 	       " %s_icrc_late=%" PRIu64 " %s_naks=%" PRIu64 " %s_rnr_naks=%" PRIu64 " %s_tx_full=%" PRIu64 " %s_tx_dropped=%" PRIu64
 	       " %s_acks=%" PRIu64 " %s_tx_zc=%" PRIu64
-	       " %s_stalls=%" PRIu64 " %s_timeouts_stalled=%" PRIu64,
+	       " %s_stalls=%" PRIu64 " %s_timeouts_stalled=%" PRIu64
+	       " %s_rx_no_recv=%" PRIu64,
 	       p, b->tx_pkts - a->tx_pkts, p, b->rx_pkts - a->rx_pkts,
 	       p, b->tx_bytes - a->tx_bytes, p, b->retransmits - a->retransmits,
 	       p, b->timeouts - a->timeouts, p, b->rx_icrc_err - a->rx_icrc_err,
@@ -393,7 +394,8 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       p, b->tx_full - a->tx_full, p, b->tx_dropped - a->tx_dropped,
 	       p, b->tx_acks - a->tx_acks,
 	       p, b->tx_zc - a->tx_zc, p, b->stalls - a->stalls,
-	       p, b->timeouts_stalled - a->timeouts_stalled);
+	       p, b->timeouts_stalled - a->timeouts_stalled,
+	       p, b->rx_no_recv - a->rx_no_recv);
 }
 
 /* CPU time of the run per thread kind, and per message (all messages the
@@ -437,6 +439,8 @@ void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
 	       opt.report_gbits ? r->bw_avg * 125000000.0 / 0x100000 : r->bw_avg,
 	       r->bw_peak, (c ? c->errors : 0) + (srv ? srv->errors : 0));
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (srv && opt.verb == V_SEND)	/* what the receiving end counted */
+		printf(" recv_msgs=%" PRIu64, run_all_msgs(true));
 	if (me->nqps > 1) {
 		struct qp_rates q = qp_rates(me);
 

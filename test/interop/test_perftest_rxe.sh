@@ -37,9 +37,11 @@
 #    timeouts and NAKs are printed as notes);
 #  - at path MTU 4096 (write_bw_mtu4096, first mode only): 4096-byte
 #    payloads from the client in the capture (lib.sh: io_jumbo);
-#  - UC (uc_write_bw, uc_send_lat) and UD (ud_send_lat, a full 1024-byte
-#    datagram; first mode only): both sides say "Connection type : UC"
-#    (UD), and droce sent no ACK;
+#  - UC (uc_write_bw, uc_send_lat, uc_send_bw) and UD (ud_send_lat,
+#    ud_send_bw, a full 1024-byte datagram; first mode only): both sides
+#    say "Connection type : UC" (UD), and droce sent no ACK; send_bw
+#    counts to -n as perftest does (the server has a receive posted for
+#    each of the few SENDs, so none is lost but to the wire);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -75,7 +77,9 @@ faa_lat      atomic_lat 8      -A:FETCH_AND_ADD
 write_bw_mtu4096 write_bw 65536 -m:4096
 uc_write_bw  write_bw   4096   -c:UC
 uc_send_lat  send_lat   64     -c:UC
+uc_send_bw   send_bw    4096   -c:UC
 ud_send_lat  send_lat   1024   -c:UD
+ud_send_bw   send_bw    1024   -c:UD
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 

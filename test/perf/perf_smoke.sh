@@ -205,6 +205,34 @@ run send_lat-uc 0 send_lat -c UC -s 64 -n 500 $APP &&
 run send_bw-uc 0 send_bw -c UC -s 512 -D 0.5 $APP && unrel_checks send_bw-uc UC &&
 	{ [ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" -gt 0 ] ||
 	  fail "send_bw-uc: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs)"; }
+# send_bw over UC and UD counting to -n, as perftest's default: a SEND
+# that finds no receive is dropped (rx_no_recv), so the server counts
+# what arrives and ends 1 s after the last; -r 4 makes sure some are
+# dropped. Every SEND sent either arrived or was counted dropped.
+# unrel_n <label> <sent>
+unrel_n() {
+	local recv drop
+	recv=$(kv "$LAST" recv_msgs) drop=$(kv "$LAST" s_rx_no_recv)
+	[ "$(kv "$LAST" errors)" = 0 ] && [ "$(kv "$LAST" msgs)" = "$2" ] &&
+		[ "${recv:-0}" -gt 0 ] && [ "${drop:-0}" -gt 0 ] &&
+		[ $((recv + drop)) = "$2" ] ||
+		fail "$1: sent $(kv "$LAST" msgs) of $2, received ${recv:-?}, dropped ${drop:-?}"
+	grep -q "^ $recv of $2 SENDs arrived over" "$LAST.err" ||
+		fail "$1: no 'SENDs arrived' line"
+	grep -q '^ check: size [0-9]* OK$' "$LAST" || fail "$1: data check did not pass"
+}
+run send_bw-uc-n 0 send_bw -c UC -s 512 -n 2000 -r 4 $APP &&
+	unrel_checks send_bw-uc-n UC && unrel_n send_bw-uc-n 2000
+run send_bw-ud-n 0 send_bw -c UD -s 256 -n 1000 -q 2 -r 4 $APP &&
+	unrel_checks send_bw-ud-n UD && unrel_n send_bw-ud-n 2000
+# every size of -a: the receives a size leaves posted (its lost SENDs')
+# serve the next, larger one
+if run send_bw-uc-a 0 send_bw -c UC -a -n 50 -r 4 $APP; then
+	n=$(grep -c '^ check: size [0-9]* OK$' "$LAST")
+	[ "$n" = 23 ] || fail "send_bw-uc-a: $n sizes checked OK, want 23 (2 B .. 8 MiB)"
+	n=$(grep -c '^ [0-9]* of 50 SENDs arrived over UC' "$LAST.err")
+	[ "$n" -gt 0 ] || fail "send_bw-uc-a: no size lost a SEND"
+fi
 # UD: a full 1024-byte datagram (the path MTU), and the old post path
 run send_lat-ud 0 send_lat -c UD -s 1024 -m 1024 -n 500 $APP &&
 	check_lat send_lat-ud 1024 500 && unrel_checks send_lat-ud UD
@@ -231,6 +259,5 @@ refused "send_lat -c UD -s 2048 -m 1024" "Max msg size in UD is MTU 1024" send_l
 refused "send_lat -c UD -a" "-a over UD" send_lat -c UD -a
 refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
 refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
-refused "send_bw -c UC -n" "send_bw over UC needs -D" send_bw -c UC -n 100
 
 finish "$RUNS runs"
