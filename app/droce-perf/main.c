@@ -432,10 +432,6 @@ static int settle_opts(void)
 			opt.conn == C_UC ? "UC" : "UD");
 		return -1;
 	}
-	if (opt.conn == C_UD && opt.all) {
-		fprintf(stderr, " -a over UD: not supported (a datagram is one packet; use -s up to the MTU)\n");
-		return -1;
-	}
 	/* perftest 4.5: no inline in bandwidth tests unless -I; latency
 	 * tests 220 (WRITE) and 236 (SEND) on a device that has inline */
 	if (opt.inline_size < 0) {
@@ -495,7 +491,7 @@ static uint64_t page_size(void)
 /* A UD message is one packet: at most the path MTU (perftest's rule). */
 static int ud_size_check(void)
 {
-	if (opt.conn == C_UD && opt.size > (uint64_t)opt.mtu) {
+	if (opt.conn == C_UD && !opt.all && opt.size > (uint64_t)opt.mtu) {
 		fprintf(stderr, " Max msg size in UD is MTU %d\n", opt.mtu);
 		return -1;
 	}
@@ -507,10 +503,20 @@ static uint64_t max_size(void)
 	return opt.all ? PERF_MAX_SIZE : opt.size;
 }
 
-/* The sizes of this run: -s, or 2..2^23 with -a. */
+/* The sizes of this run: -s, or 2..2^23 with -a; over UD 2..the path MTU
+ * (a datagram is one packet; perftest's UD_MSG_2_EXP), known by the time
+ * the sizes run. */
 static int nsizes(void)
 {
-	return opt.all && opt.verb != V_ATOMIC ? 23 : 1;
+	int n = 0;
+
+	if (!opt.all || opt.verb == V_ATOMIC)
+		return 1;
+	if (opt.conn != C_UD)
+		return 23;
+	while ((2 << n) <= opt.mtu)
+		n++;
+	return n;
 }
 
 static uint64_t size_at(int i)

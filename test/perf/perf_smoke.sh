@@ -233,6 +233,15 @@ if run send_bw-uc-a 0 send_bw -c UC -a -n 50 -r 4 $APP; then
 	n=$(grep -c '^ [0-9]* of 50 SENDs arrived over UC' "$LAST.err")
 	[ "$n" -gt 0 ] || fail "send_bw-uc-a: no size lost a SEND"
 fi
+# -a over UD: 2 B up to the path MTU, as perftest (a datagram is one packet)
+if run send_bw-ud-a 0 send_bw -c UD -a -m 1024 -n 200 $APP; then
+	unrel_checks send_bw-ud-a UD
+	v=$(grep -E '^ +[0-9]+ +[0-9]+ ' "$LAST" | awk '{printf "%s ", $1}')
+	[ "$v" = "2 4 8 16 32 64 128 256 512 1024 " ] ||
+		fail "send_bw-ud-a: sizes '$v', want 2 .. 1024"
+	[ "$(grep -c '^ check: size [0-9]* OK$' "$LAST")" = 10 ] ||
+		fail "send_bw-ud-a: not 10 sizes checked OK"
+fi
 # UD: a full 1024-byte datagram (the path MTU), and the old post path
 run send_lat-ud 0 send_lat -c UD -s 1024 -m 1024 -n 500 $APP &&
 	check_lat send_lat-ud 1024 500 && unrel_checks send_lat-ud UD
@@ -256,7 +265,6 @@ refused() {
 refused "-c XRC" "is not supported" write_bw -c XRC
 refused "write_bw -c UD" "RDMA Write is not supported over UD" write_bw -c UD
 refused "send_lat -c UD -s 2048 -m 1024" "Max msg size in UD is MTU 1024" send_lat -c UD -s 2048 -m 1024
-refused "send_lat -c UD -a" "-a over UD" send_lat -c UD -a
 refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
 refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
 
