@@ -519,7 +519,8 @@ static int bw_server_prepare(struct perf_side *s)
 	for (int q = 0; q < s->nqps; q++) {
 		/* Receives an earlier size left posted (over UC and UD, SENDs
 		 * that were lost; none over RC) count as posted for this one. */
-		uint64_t left = s->st[q].rposted - s->st[q].rcnt;
+		uint64_t left = s->st[q].rposted > s->st[q].rcnt ?
+				s->st[q].rposted - s->st[q].rcnt : 0;
 
 		memset(&s->st[q], 0, sizeof(s->st[q]));
 		s->st[q].rposted = left;
