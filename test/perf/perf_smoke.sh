@@ -105,6 +105,13 @@ run read_bw 0 read_bw -s 4096 -n 1000 -m 1024 $APP && check_bw read_bw 4096 1000
 	{ [ "$(kv "$LAST" c_icrc_late)" = 3000 ] ||
 	  fail "read_bw: c_icrc_late=$(kv "$LAST" c_icrc_late), expected 3000 (MIDDLE, MIDDLE, LAST of each READ's responses checked at placement)"; }
 run send_bw 0 send_bw -s 1000 -n 1000 $APP && check_bw send_bw 1000 1000 1
+# one thread serving both ends: the server drains its receive CQ each turn,
+# so its receive queue (512) never runs dry under a client's 128 sends in
+# flight: no RNR NAK (a server that replaced one batch a turn drew
+# thousands a second)
+run send_bw-rnr 0 send_bw -s 64 -n 20000 $APP && check_bw send_bw-rnr 64 20000 1 &&
+	{ [ "$(kv "$LAST" c_rnr_naks)" = 0 ] ||
+	  fail "send_bw-rnr: c_rnr_naks=$(kv "$LAST" c_rnr_naks), want 0"; }
 run atomic_bw 0 atomic_bw -n 2000 $APP && check_bw atomic_bw 8 2000 1
 run atomic_bw-cas 0 atomic_bw -A CMP_AND_SWAP -n 1000 $APP &&
 	check_bw atomic_bw-cas 8 1000 1
