@@ -27,8 +27,8 @@
 /* An unreliable send_bw server counting to -n: a SEND that found no
  * receive is lost for good (an unreliable sender outruns its receiver's
  * queue), so after the first one, this long without another ends the run
- * with what arrived (loopback: once the client is done, what is still on
- * the local link arrives within microseconds). */
+ * with what arrived (loopback: only once the local client is done, after
+ * which what is still on the local link arrives within microseconds). */
 #define UNREL_QUIET_SECS 1.0
 #define UNREL_QUIET_LOOPBACK_SECS 0.1
 
@@ -507,6 +507,7 @@ struct bw_server_state {
 	uint64_t t_first, t_last;
 	uint64_t sampled;
 	uint64_t last_progress;
+	const bool *client_done;	/* loopback: the local client's flag */
 	bool done;
 };
 
@@ -612,6 +613,7 @@ static int bw_server_step(struct bw_server_state *b)
 	if (!win.on && b->rcnt >= b->tot)
 		b->done = true;
 	if (!win.on && !b->done && opt.conn != C_RC && b->rcnt > 0 &&
+	    (b->client_done == NULL || *b->client_done) &&
 	    now - b->last_progress >
 	    (uint64_t)((opt.loopback ? UNREL_QUIET_LOOPBACK_SECS :
 			UNREL_QUIET_SECS) * perf_tsc_hz())) {
@@ -658,6 +660,8 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 	}
 	if (send_srv)
 		bw_server_init(&bs, srv);
+	if (send_srv && c)
+		bs.client_done = &bc.done;
 	t_begin = perf_tsc();
 	cpu_start();
 	for (;;) {
