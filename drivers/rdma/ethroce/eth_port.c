@@ -126,10 +126,10 @@ int eth_port_setup(struct droce_dev *dev)
 			    mtu > info.max_rx_pktlen - l2)
 				mtu = info.max_rx_pktlen - l2;
 		}
+		/* (a frame in a memif buffer has no FCS) */
+		memif_check_bsize(port, &info,
+				  m + ETH_L3_OVERHEAD + l2 - RTE_ETHER_CRC_LEN);
 	}
-	memif_check_bsize(port, &info, dev->args.max_mtu + ETH_L3_OVERHEAD +
-			  RTE_ETHER_HDR_LEN +
-			  (dev->args.vlan_tci ? RTE_VLAN_HLEN : 0));
 	memset(&conf, 0, sizeof(conf));
 	conf.rxmode.mtu = mtu;
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
