@@ -448,9 +448,11 @@ uint32_t roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6);
 uint32_t roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len);
 uint32_t roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src,
 			       size_t len);
-/* Whether roce_crc32_copy() of 256 bytes or more takes the AVX-512
- * VPCLMULQDQ kernel (tests and benchmarks say which one they ran). */
-bool roce_crc32_copy_wide(void);
+/* The register width, in bits, of the kernel roce_crc32_copy() of 256
+ * bytes or more runs: 512 (AVX-512 VPCLMULQDQ), 256 (VPCLMULQDQ with AVX2),
+ * 128 (PCLMULQDQ), 0 (no carry-less multiply: memcpy and a table CRC).
+ * Tests and benchmarks say which one they ran. */
+unsigned int roce_crc32_copy_bits(void);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

@@ -30,12 +30,16 @@
  * per instruction, 256 bytes per step: on an AMD EPYC (Zen 4) that took a
  * 4 KiB copy from ~730 cycles (the 128-bit kernel: one PCLMULQDQ every two
  * cycles there) to ~200, against ~310 for memcpy and then ISA-L
- * (DROCE_NO_VCLMUL=1 keeps the 128-bit kernel).
+ * (DROCE_NO_VCLMUL=1 keeps the 128-bit kernel). A CPU with VPCLMULQDQ
+ * but no AVX-512 (AMD Zen 3, Intel's client cores from Alder Lake) gets
+ * two lanes per instruction in eight 256-bit accumulators instead
+ * (DROCE_NO_AVX512=1 picks that kernel where the 512-bit one could run).
  *
  * Compiled for x86-64 only, with the instructions enabled per function
- * (PCLMULQDQ, SSE4.1, and AVX for the three-operand forms; AVX-512F and
- * VPCLMULQDQ for the wide copy); callers ask roce_icrc_clmul_usable() first
- * (roce_icrc.c, roce_crc32.c), which also settles the wide copy.
+ * (PCLMULQDQ, SSE4.1, and AVX for the three-operand forms; AVX-512F or
+ * AVX2, and VPCLMULQDQ, for the wide copies); callers ask
+ * roce_icrc_clmul_usable() first (roce_icrc.c, roce_crc32.c), which also
+ * settles the copy's width.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,6 +59,8 @@
 #define CLMUL_TARGET __attribute__((target("pclmul,sse4.1,avx")))
 #define VCLMUL_TARGET \
 	__attribute__((target("pclmul,sse4.1,avx,avx512f,vpclmulqdq")))
+#define VCLMUL256_TARGET \
+	__attribute__((target("pclmul,sse4.1,avx,avx2,vpclmulqdq")))
 
 /* Coverage from which the bytes after the first 64 of M go to ISA-L
  * (without ISA-L, never: the folding loop below is the fast path). */
@@ -83,9 +89,10 @@ static const uint8_t mask_v6[64] __attribute__((aligned(16))) = {
 };
 
 int8_t roce_clmul_state = -1;
-/* roce_crc32_copy_clmul() takes the 512-bit kernel; set before
- * roce_clmul_state says usable, read only after it does. */
-static bool copy_wide;
+/* The register width of roce_crc32_copy_clmul()'s kernel for 256 bytes
+ * and more: 512, 256 or 128. Set before roce_clmul_state says usable,
+ * read only after it does. */
+static uint16_t copy_bits = 128;
 
 static bool
 env_off(const char *name)
@@ -100,26 +107,33 @@ roce_icrc_clmul_probe(void)
 {
 	/* DROCE_NO_CLMUL=1: the portable paths, as on a CPU without these
 	 * instructions (the roce_unit-no-clmul test runs them here);
-	 * DROCE_NO_VCLMUL=1: the 128-bit copy kernel where the 512-bit one
-	 * could run (roce_unit-no-vclmul). Threads racing here all store the
-	 * same answers. */
+	 * DROCE_NO_VCLMUL=1: the 128-bit copy kernel where a wider one
+	 * could run (roce_unit-no-vclmul); DROCE_NO_AVX512=1: the 256-bit one
+	 * where the 512-bit one could (roce_unit-vclmul256). Threads racing
+	 * here all store the same answers. */
 	bool usable = __builtin_cpu_supports("pclmul") &&
 		      __builtin_cpu_supports("sse4.1") &&
 		      __builtin_cpu_supports("avx") && !env_off("DROCE_NO_CLMUL");
+	bool vclmul = usable && __builtin_cpu_supports("vpclmulqdq") &&
+		      !env_off("DROCE_NO_VCLMUL");
+	uint16_t bits = 128;
 
-	__atomic_store_n(&copy_wide, usable &&
-			 __builtin_cpu_supports("avx512f") &&
-			 __builtin_cpu_supports("vpclmulqdq") &&
-			 !env_off("DROCE_NO_VCLMUL"), __ATOMIC_RELAXED);
+	if (vclmul && __builtin_cpu_supports("avx512f") &&
+	    !env_off("DROCE_NO_AVX512"))
+		bits = 512;
+	else if (vclmul && __builtin_cpu_supports("avx2"))
+		bits = 256;
+	__atomic_store_n(&copy_bits, bits, __ATOMIC_RELAXED);
 	__atomic_store_n(&roce_clmul_state, (int8_t)usable, __ATOMIC_RELEASE);
 	return usable;
 }
 
-bool
-roce_crc32_copy_wide(void)
+unsigned int
+roce_crc32_copy_bits(void)
 {
-	return roce_icrc_clmul_usable() &&
-	       __atomic_load_n(&copy_wide, __ATOMIC_RELAXED);
+	if (!roce_icrc_clmul_usable())
+		return 0;
+	return __atomic_load_n(&copy_bits, __ATOMIC_RELAXED);
 }
 
 /* x * k: fold a 128-bit remainder forward (by 128 or 512 bits, per k). */
@@ -327,6 +341,107 @@ crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
 	return ~reg;
 }
 
+/* Load 32 bytes of s at off, store them to d, fold accumulator y by k
+ * (both lanes alike). */
+#define COPY_FOLD_256(y, off, k)					\
+	do {								\
+		__m256i b_ = _mm256_loadu_si256(			\
+			(const __m256i *)(s + (off)));			\
+		_mm256_storeu_si256((__m256i *)(d + (off)), b_);	\
+		(y) = _mm256_xor_si256(_mm256_xor_si256(		\
+			_mm256_clmulepi64_epi128((y), (k), 0x00),	\
+			_mm256_clmulepi64_epi128((y), (k), 0x11)), b_);	\
+	} while (0)
+
+/* y1 folded forward by k (the distance from y1's lanes to y2's) onto y2. */
+static inline VCLMUL256_TARGET __m256i
+fold_256(__m256i y1, __m256i k, __m256i y2)
+{
+	return _mm256_xor_si256(_mm256_xor_si256(
+		_mm256_clmulepi64_epi128(y1, k, 0x00),
+		_mm256_clmulepi64_epi128(y1, k, 0x11)), y2);
+}
+
+/*
+ * roce_crc32_copy_clmul() for len >= 256 with VPCLMULQDQ and AVX2 but not
+ * AVX-512: two lanes per register, so eight accumulators (sixteen blocks,
+ * as the 512-bit kernel's four) fold by 2048 bits per 256-byte step; then
+ * the eight into four by 1024 bits, the four into two by 512 bits, more
+ * 64-byte steps by 512 bits, and the four lanes by 128 bits into one.
+ */
+static VCLMUL256_TARGET uint32_t
+crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
+{
+	const __m256i k16 = _mm256_broadcastsi128_si256(
+		_mm_set_epi64x(0x01322d1430, 0x011542778a));
+	const __m256i k8 = _mm256_broadcastsi128_si256(
+		_mm_set_epi64x(0x014a7fe880, 0x01e88ef372));
+	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
+	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m256i k4 = _mm256_broadcastsi128_si256(k1k2);
+	const uint8_t *s = src;
+	uint8_t *d = dst;
+	size_t whole = len & ~(size_t)15, off;
+	__m256i y0, y1, y2, y3, y4, y5, y6, y7;
+	__m128i x;
+
+	/* named registers, not an array: GCC keeps an array on the stack */
+	y0 = _mm256_loadu_si256((const __m256i *)s);
+	y1 = _mm256_loadu_si256((const __m256i *)(s + 32));
+	y2 = _mm256_loadu_si256((const __m256i *)(s + 64));
+	y3 = _mm256_loadu_si256((const __m256i *)(s + 96));
+	y4 = _mm256_loadu_si256((const __m256i *)(s + 128));
+	y5 = _mm256_loadu_si256((const __m256i *)(s + 160));
+	y6 = _mm256_loadu_si256((const __m256i *)(s + 192));
+	y7 = _mm256_loadu_si256((const __m256i *)(s + 224));
+	_mm256_storeu_si256((__m256i *)d, y0);
+	_mm256_storeu_si256((__m256i *)(d + 32), y1);
+	_mm256_storeu_si256((__m256i *)(d + 64), y2);
+	_mm256_storeu_si256((__m256i *)(d + 96), y3);
+	_mm256_storeu_si256((__m256i *)(d + 128), y4);
+	_mm256_storeu_si256((__m256i *)(d + 160), y5);
+	_mm256_storeu_si256((__m256i *)(d + 192), y6);
+	_mm256_storeu_si256((__m256i *)(d + 224), y7);
+	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(
+				      _mm_cvtsi32_si128((int)reg)));
+	for (off = 256; off + 256 <= len; off += 256) {
+		COPY_FOLD_256(y0, off, k16);
+		COPY_FOLD_256(y1, off + 32, k16);
+		COPY_FOLD_256(y2, off + 64, k16);
+		COPY_FOLD_256(y3, off + 96, k16);
+		COPY_FOLD_256(y4, off + 128, k16);
+		COPY_FOLD_256(y5, off + 160, k16);
+		COPY_FOLD_256(y6, off + 192, k16);
+		COPY_FOLD_256(y7, off + 224, k16);
+	}
+	y4 = fold_256(y0, k8, y4);
+	y5 = fold_256(y1, k8, y5);
+	y6 = fold_256(y2, k8, y6);
+	y7 = fold_256(y3, k8, y7);
+	y6 = fold_256(y4, k4, y6);
+	y7 = fold_256(y5, k4, y7);
+	for (; off + 64 <= len; off += 64) {
+		COPY_FOLD_256(y6, off, k4);
+		COPY_FOLD_256(y7, off + 32, k4);
+	}
+	x = _mm256_castsi256_si128(y6);
+	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y6, 1));
+	x = _mm_xor_si128(fold(x, k3k4), _mm256_castsi256_si128(y7));
+	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y7, 1));
+	for (; off < whole; off += 16) {
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + off));
+
+		_mm_storeu_si128((__m128i *)(d + off), b);
+		x = _mm_xor_si128(fold(x, k3k4), b);
+	}
+	reg = reduce(x);
+	for (; off < len; off++) {
+		d[off] = s[off];
+		reg = roce_crc32_tab[0][(reg ^ s[off]) & 0xff] ^ (reg >> 8);
+	}
+	return ~reg;
+}
+
 CLMUL_TARGET uint32_t
 roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 {
@@ -341,8 +456,15 @@ roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 	__m128i x1, x2, x3, x4, x5, x6, x7, x8;
 	size_t nb = len / 16, k = 0;
 
-	if (len >= 256 && __atomic_load_n(&copy_wide, __ATOMIC_RELAXED))
-		return crc32_copy_wide(reg, dst, src, len);
+	if (len >= 256) {
+		unsigned int bits = __atomic_load_n(&copy_bits,
+						    __ATOMIC_RELAXED);
+
+		if (bits == 512)
+			return crc32_copy_wide(reg, dst, src, len);
+		if (bits == 256)
+			return crc32_copy_256(reg, dst, src, len);
+	}
 
 	if (nb >= 8) {
 		x1 = _mm_loadu_si128(s);
@@ -416,10 +538,10 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 	return 0;
 }
 
-bool
-roce_crc32_copy_wide(void)
+unsigned int
+roce_crc32_copy_bits(void)
 {
-	return false;
+	return 0;
 }
 
 uint32_t

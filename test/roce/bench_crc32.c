@@ -83,7 +83,8 @@ main(int argc, char **argv)
 		src[i] = (uint8_t)(i * 131 + 7);
 	printf("roce_crc32 = %s, roce_crc32_copy = %s; MB/s (10^6 B/s), "
 	       "%.2f s per case\n", impl,
-	       roce_crc32_copy_wide() ? "vpclmulqdq (pclmul below 256 B)" :
+	       roce_crc32_copy_bits() == 512 ? "512-bit vpclmulqdq (pclmul below 256 B)" :
+	       roce_crc32_copy_bits() == 256 ? "256-bit vpclmulqdq (pclmul below 256 B)" :
 	       roce_icrc_clmul_usable() ? "pclmul" : "memcpy + roce_crc32",
 	       secs);
 	printf("%8s %12s %12s %12s %14s %12s\n", "size", "isal", "slice8",

@@ -354,6 +354,43 @@ test_icrc_clmul(void)
 	printf("icrc clmul == reference on %d lengths\n", n);
 }
 
+static bool
+env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v != NULL && v[0] == '1';
+}
+
+/*
+ * The copy kernel this CPU and the DROCE_NO_* variables call for, worked
+ * out here apart from lib/roce's probe: a roce_unit-* variant whose
+ * variable stopped taking effect would otherwise test the default kernel
+ * again and pass.
+ */
+static unsigned int
+expected_copy_bits(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	bool vclmul;
+
+	if (!__builtin_cpu_supports("pclmul") ||
+	    !__builtin_cpu_supports("sse4.1") ||
+	    !__builtin_cpu_supports("avx") || env_set("DROCE_NO_CLMUL"))
+		return 0;
+	vclmul = __builtin_cpu_supports("vpclmulqdq") &&
+		 !env_set("DROCE_NO_VCLMUL");
+	if (vclmul && __builtin_cpu_supports("avx512f") &&
+	    !env_set("DROCE_NO_AVX512"))
+		return 512;
+	if (vclmul && __builtin_cpu_supports("avx2"))
+		return 256;
+	return 128;
+#else
+	return 0;
+#endif
+}
+
 /*
  * roce_crc32_copy: the bytes land exactly in [dst, dst + len) and the CRC
  * is the reference's, for every length to 2 KiB and a spread to 64 KiB,
@@ -386,8 +423,12 @@ test_crc32_copy(void)
 		      len, so, dof);
 		n++;
 	}
+	CHECK(roce_crc32_copy_bits() == expected_copy_bits(),
+	      "crc32_copy runs the %u-bit kernel, expected %u",
+	      roce_crc32_copy_bits(), expected_copy_bits());
 	printf("crc32_copy == memcpy + reference on %d lengths (%s)\n", n,
-	       roce_crc32_copy_wide() ? "vpclmulqdq from 256 B, pclmul below" :
+	       roce_crc32_copy_bits() == 512 ? "512-bit vpclmulqdq from 256 B, pclmul below" :
+	       roce_crc32_copy_bits() == 256 ? "256-bit vpclmulqdq from 256 B, pclmul below" :
 	       roce_icrc_clmul_usable() ? "pclmul" : "fallback");
 }
 
