@@ -56,6 +56,13 @@ RTE_LOG_REGISTER(droce_impair_logtype, droce.impair, NOTICE);
 
 #define IMP_RX		0
 #define IMP_TX		1
+
+/* What match= selects for impairment. */
+enum imp_match {
+	IMP_MATCH_ROCE,		/* RoCEv2 frames */
+	IMP_MATCH_ALL,		/* every frame */
+	IMP_MATCH_REQUESTS,	/* RoCEv2 frames but responses and CNPs */
+};
 #define IMP_DRAWS	8	/* PRNG outputs used by every matched frame */
 #define IMP_REORDER_MAX	256	/* also the largest reorder_depth */
 #define IMP_HOLD_DEFAULT 4096u
@@ -72,7 +79,7 @@ RTE_LOG_REGISTER(droce_impair_logtype, droce.impair, NOTICE);
 struct imp_dparams {		/* what the user said, one direction */
 	double drop, dup, reorder, corrupt;
 	uint32_t delay_us, reorder_depth, reorder_max_us;
-	bool match_all;
+	enum imp_match match;
 };
 
 struct imp_params {
@@ -86,7 +93,7 @@ struct imp_dcfg {		/* what the data path uses, one direction */
 	uint64_t delay_tsc;
 	uint64_t reorder_max_tsc;
 	uint32_t reorder_depth;
-	bool match_all;
+	enum imp_match match;
 	bool active;		/* anything to do at all */
 };
 
@@ -303,9 +310,11 @@ static int imp_parse_one(struct imp_params *p, char *key, char *val,
 			dp->reorder_max_us = (uint32_t)u;
 		} else if (strcmp(k, "match") == 0) {
 			if (strcmp(val, "roce") == 0)
-				dp->match_all = false;
+				dp->match = IMP_MATCH_ROCE;
 			else if (strcmp(val, "all") == 0)
-				dp->match_all = true;
+				dp->match = IMP_MATCH_ALL;
+			else if (strcmp(val, "requests") == 0)
+				dp->match = IMP_MATCH_REQUESTS;
 			else
 				goto bad;
 		} else {
@@ -391,7 +400,7 @@ static struct imp_cfg *imp_cfg_new(const struct imp_params *p,
 		dc->delay_tsc = imp_us_to_tsc(dp->delay_us);
 		dc->reorder_max_tsc = imp_us_to_tsc(dp->reorder_max_us);
 		dc->reorder_depth = dp->reorder_depth;
-		dc->match_all = dp->match_all;
+		dc->match = dp->match;
 		dc->active = dc->thr_drop || dc->thr_dup || dc->thr_reorder ||
 			     dc->thr_corrupt || dc->delay_tsc;
 	}
@@ -402,12 +411,33 @@ static struct imp_cfg *imp_cfg_new(const struct imp_params *p,
 /* Frames                                                               */
 
 /*
+ * A BTH opcode that asks for something: not an RC or XRC response (RDMA
+ * READ response first..only, Acknowledge, Atomic Acknowledge: 0x0d-0x12 in
+ * those transports' tables) and not a CNP (0x81). The tests spare the
+ * responses when an application protocol cannot survive losing the last
+ * one (ibv_rc_pingpong has no closing handshake).
+ */
+static bool imp_opcode_is_request(uint8_t op)
+{
+	uint8_t transport = op & 0xe0, code = op & 0x1f;
+
+	if (op == 0x81)
+		return false;
+	if (transport == 0x00 || transport == 0xa0)
+		return code < 0x0d || code > 0x12;
+	return true;
+}
+
+/*
  * Does the frame match, and where does its Ethernet header (with up to two
  * VLAN tags) end? RoCEv2: IPv4 (first fragment) or IPv6 without extension
- * headers, UDP, destination port 4791.
+ * headers, UDP, destination port 4791; for IMP_MATCH_REQUESTS also a BTH
+ * opcode that imp_opcode_is_request().
  */
-static bool imp_match(const struct rte_mbuf *m, bool all, uint32_t *l2)
+static bool imp_match(const struct rte_mbuf *m, enum imp_match match,
+		      uint32_t *l2)
 {
+	bool all = match == IMP_MATCH_ALL;
 	uint8_t buf[40];
 	const uint8_t *p;
 	uint32_t off = 2 * RTE_ETHER_ADDR_LEN;
@@ -452,7 +482,12 @@ static bool imp_match(const struct rte_mbuf *m, bool all, uint32_t *l2)
 		return false;
 	}
 	p = rte_pktmbuf_read(m, off, 4, buf);
-	return p != NULL && (p[2] << 8 | p[3]) == IMP_ROCE_PORT;
+	if (p == NULL || (p[2] << 8 | p[3]) != IMP_ROCE_PORT)
+		return false;
+	if (match != IMP_MATCH_REQUESTS)
+		return true;
+	p = rte_pktmbuf_read(m, off + 8, 1, buf);	/* BTH opcode */
+	return p != NULL && imp_opcode_is_request(p[0]);
 }
 
 /* May the frame's bytes be changed in place (nobody else sees them)? */
@@ -666,7 +701,7 @@ static void imp_ingest(struct imp_q *q, const struct imp_dcfg *c,
 		uint32_t l2;
 
 		q->cur = i;
-		if (!imp_match(m, c->match_all, &l2)) {
+		if (!imp_match(m, c->match, &l2)) {
 			imp_to_out(q, m, true);
 			continue;
 		}

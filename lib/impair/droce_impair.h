@@ -26,9 +26,12 @@
  *   delay_us=N        hold every impaired frame at least N us, in order
  *   corrupt=P         flip one random bit of one random byte after the
  *                     Ethernet (and VLAN) header
- *   match=roce|all    impair only RoCEv2 frames (UDP destination port 4791,
- *                     over IPv4 or IPv6, default) or every frame; frames
- *                     that do not match pass untouched and unheld
+ *   match=roce|all|requests
+ *                     impair only RoCEv2 frames (UDP destination port 4791,
+ *                     over IPv4 or IPv6, default), every frame, or RoCEv2
+ *                     frames but RC/XRC responses (READ responses, ACKs,
+ *                     atomic ACKs) and CNPs; frames that do not match pass
+ *                     untouched and unheld
  *
  * Threads: attach, set, stats and detach may be called from any thread
  * (set and stats while traffic flows). The callbacks run on whatever

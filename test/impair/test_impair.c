@@ -50,6 +50,8 @@ static uint16_t g_p0, g_p1;	/* p0 transmits into p1 */
 static int g_fail;
 static uint64_t g_seed_state;
 static uint64_t g_hz;
+/* RoCE frames carry mixed BTH opcodes (op_of()) instead of RC SEND only */
+static bool g_op_mix;
 
 #define CHECK(cond, ...) do {						\
 	if (!(cond)) {							\
@@ -100,6 +102,43 @@ static uint32_t seq_off(int kind)
 	return kind == K_ARP ? 44 : 54;
 }
 
+/*
+ * The BTH opcode of RoCE frame seq: RC SEND only, or with g_op_mix one of
+ * requests and non-requests of every transport (match=requests' two sides).
+ */
+static const uint8_t op_mix[] = {
+	0x04,	/* RC SEND only */
+	0x11,	/* RC Acknowledge */
+	0x0a,	/* RC RDMA WRITE only */
+	0x10,	/* RC RDMA READ response only */
+	0x0c,	/* RC RDMA READ request */
+	0x12,	/* RC Atomic Acknowledge */
+	0x13,	/* RC CmpSwap */
+	0x0d,	/* RC RDMA READ response first */
+	0x24,	/* UC SEND only */
+	0x81,	/* CNP */
+	0x64,	/* UD SEND only */
+	0xb1,	/* XRC Acknowledge */
+	0xa4,	/* XRC SEND only */
+	0x17,	/* RC SEND only with invalidate */
+};
+
+static uint8_t op_of(uint32_t seq)
+{
+	return g_op_mix ? op_mix[seq % sizeof(op_mix)] : 0x04;
+}
+
+/* the test's own answer to "is it a request", from the tables above */
+static bool op_is_request(uint8_t op)
+{
+	switch (op) {
+	case 0x11: case 0x10: case 0x12: case 0x0d: case 0x81: case 0xb1:
+		return false;
+	default:
+		return true;
+	}
+}
+
 static void frame_build(uint8_t *b, uint32_t seq, int kind)
 {
 	uint32_t len = frame_len(seq, kind), o = seq_off(kind);
@@ -142,7 +181,7 @@ static void frame_build(uint8_t *b, uint32_t seq, int kind)
 		udp[3] = 4791 & 0xff;
 		udp[4] = (uint8_t)((len - 34) >> 8);
 		udp[5] = (uint8_t)(len - 34);
-		bth[0] = 0x04;		/* RC SEND only */
+		bth[0] = op_of(seq);
 		bth[2] = 0xff;
 		bth[3] = 0xff;
 		bth[7] = 0x11;		/* dest QP 0x11 */
@@ -671,6 +710,68 @@ static void test_match(int tx)
 	check_pool_full("match=all");
 }
 
+/*
+ * match=requests: with every impairment at 30 %, each response and CNP
+ * arrives once, intact and in order among its kind, while requests of every
+ * transport are dropped, copied and corrupted.
+ */
+static void test_match_requests(int tx)
+{
+	const uint32_t n = 28000;
+	uint64_t seed = next_seed();
+	struct droce_impair *imp;
+	struct result r;
+	uint32_t resp = 0, resp_ok = 0, req_lost = 0, req_dup = 0, req_bent = 0;
+	int64_t last_resp = -1;
+	bool resp_order = true;
+
+	g_op_mix = true;
+	imp = attach_dir(tx, "seed=%" PRIu64 ",%s_match=requests,drop=0.3,"
+			 "dup=0.3,corrupt=0.3,reorder=0.3,delay_us=20", seed,
+			 dname(tx));
+	result_init(&r, n, false);
+	run_traffic(imp, &r, 0, 2.0);
+	for (uint32_t i = 0; i < n; i++) {
+		if (op_is_request(op_of(i))) {
+			req_lost += r.count[i] == 0;
+			req_dup += r.count[i] > 1;
+		} else {
+			resp++;
+			resp_ok += r.count[i] == 1;
+		}
+	}
+	for (uint32_t i = 0; i < r.nrec; i++) {
+		const struct rec *x = &r.rec[i];
+
+		if (x->kind != K_ROCE)
+			continue;
+		if (op_is_request(op_of(x->seq))) {
+			req_bent += x->ham != 0;
+			continue;
+		}
+		CHECK(x->ham == 0, "response %u (opcode 0x%02x) altered",
+		      x->seq, op_of(x->seq));
+		if ((int64_t)x->seq < last_resp)
+			resp_order = false;
+		last_resp = x->seq;
+	}
+	printf("  %s match=requests seed=%" PRIu64 ": %u/%u responses and CNPs"
+	       " once, in order: %s; requests %u lost, %u copied, %u corrupted\n",
+	       dname(tx), seed, resp_ok, resp, resp_order ? "yes" : "NO",
+	       req_lost, req_dup, req_bent);
+	CHECK(r.drained, "not drained");
+	CHECK(resp_ok == resp, "responses: %u of %u arrived once", resp_ok, resp);
+	CHECK(resp_order, "responses reordered");
+	CHECK(req_lost > 0 && req_dup > 0 && req_bent > 0,
+	      "requests spared: %u lost, %u copied, %u corrupted",
+	      req_lost, req_dup, req_bent);
+	CHECK(r.bad == 0 && r.bad_corrupt == 0, "bad %u/%u", r.bad, r.bad_corrupt);
+	droce_impair_detach(imp);
+	result_free(&r);
+	g_op_mix = false;
+	check_pool_full("match=requests");
+}
+
 static void test_detach(int tx)
 {
 	const uint32_t n = 3000;
@@ -1010,6 +1111,7 @@ int main(int argc __rte_unused, char **argv)
 		test_delay(tx);
 		test_determinism(tx);
 		test_match(tx);
+		test_match_requests(tx);
 		test_detach(tx);
 		test_set(tx);
 		test_concurrent_set(tx);
