@@ -264,6 +264,33 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 		(x) = _mm_xor_si128(fold((x), (k)), b_);			\
 	} while (0)
 
+/*
+ * The end of every copy kernel: x holds the CRC state of [0, off) folded
+ * into 128 bits; the whole 16-byte blocks left fold in one by one, the
+ * last len % 16 bytes go through the byte table.
+ */
+static inline CLMUL_TARGET uint32_t
+copy_fold_tail(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
+	       size_t len)
+{
+	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	size_t whole = len & ~(size_t)15;
+	uint32_t reg;
+
+	for (; off < whole; off += 16) {
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + off));
+
+		_mm_storeu_si128((__m128i *)(d + off), b);
+		x = _mm_xor_si128(fold(x, k3k4), b);
+	}
+	reg = reduce(x);
+	for (; off < len; off++) {
+		d[off] = s[off];
+		reg = roce_crc32_tab[0][(reg ^ s[off]) & 0xff] ^ (reg >> 8);
+	}
+	return ~reg;
+}
+
 /* Fold each 16-byte lane of x by k (its four lanes alike) and XOR in b. */
 static inline VCLMUL_TARGET __m512i
 fold_wide(__m512i x, __m512i k, __m512i b)
@@ -298,7 +325,7 @@ crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
 	const __m512i k4 = _mm512_broadcast_i32x4(k1k2);
 	const uint8_t *s = src;
 	uint8_t *d = dst;
-	size_t whole = len & ~(size_t)15, off;
+	size_t off;
 	__m512i z1, z2, z3, z4;
 	__m128i x;
 
@@ -327,18 +354,7 @@ crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
 	x = _mm_xor_si128(fold(x, k3k4), _mm512_extracti32x4_epi32(z1, 1));
 	x = _mm_xor_si128(fold(x, k3k4), _mm512_extracti32x4_epi32(z1, 2));
 	x = _mm_xor_si128(fold(x, k3k4), _mm512_extracti32x4_epi32(z1, 3));
-	for (; off < whole; off += 16) {
-		__m128i b = _mm_loadu_si128((const __m128i *)(s + off));
-
-		_mm_storeu_si128((__m128i *)(d + off), b);
-		x = _mm_xor_si128(fold(x, k3k4), b);
-	}
-	reg = reduce(x);
-	for (; off < len; off++) {
-		d[off] = s[off];
-		reg = roce_crc32_tab[0][(reg ^ s[off]) & 0xff] ^ (reg >> 8);
-	}
-	return ~reg;
+	return copy_fold_tail(x, d, s, off, len);
 }
 
 /* Load 32 bytes of s at off, store them to d, fold accumulator y by k
@@ -381,7 +397,7 @@ crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
 	const __m256i k4 = _mm256_broadcastsi128_si256(k1k2);
 	const uint8_t *s = src;
 	uint8_t *d = dst;
-	size_t whole = len & ~(size_t)15, off;
+	size_t off;
 	__m256i y0, y1, y2, y3, y4, y5, y6, y7;
 	__m128i x;
 
@@ -428,18 +444,7 @@ crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y6, 1));
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_castsi256_si128(y7));
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y7, 1));
-	for (; off < whole; off += 16) {
-		__m128i b = _mm_loadu_si128((const __m128i *)(s + off));
-
-		_mm_storeu_si128((__m128i *)(d + off), b);
-		x = _mm_xor_si128(fold(x, k3k4), b);
-	}
-	reg = reduce(x);
-	for (; off < len; off++) {
-		d[off] = s[off];
-		reg = roce_crc32_tab[0][(reg ^ s[off]) & 0xff] ^ (reg >> 8);
-	}
-	return ~reg;
+	return copy_fold_tail(x, d, s, off, len);
 }
 
 CLMUL_TARGET uint32_t
@@ -507,11 +512,9 @@ roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 		x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)reg));
 		k = 1;
 	}
-	for (; k < nb; k++)
-		COPY_FOLD(x1, k, k3k4);
 	if (nb >= 1)
-		reg = reduce(x1);
-	for (size_t i = 16 * nb; i < len; i++) {
+		return copy_fold_tail(x1, dst, src, 16 * k, len);
+	for (size_t i = 0; i < len; i++) {
 		((uint8_t *)dst)[i] = ((const uint8_t *)src)[i];
 		reg = roce_crc32_tab[0][(reg ^ ((const uint8_t *)src)[i]) &
 					0xff] ^ (reg >> 8);
