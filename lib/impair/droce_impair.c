@@ -56,13 +56,6 @@ RTE_LOG_REGISTER(droce_impair_logtype, droce.impair, NOTICE);
 
 #define IMP_RX		0
 #define IMP_TX		1
-
-/* What match= selects for impairment. */
-enum imp_match {
-	IMP_MATCH_ROCE,		/* RoCEv2 frames */
-	IMP_MATCH_ALL,		/* every frame */
-	IMP_MATCH_REQUESTS,	/* RoCEv2 frames but responses and CNPs */
-};
 #define IMP_DRAWS	8	/* PRNG outputs used by every matched frame */
 #define IMP_REORDER_MAX	256	/* also the largest reorder_depth */
 #define IMP_HOLD_DEFAULT 4096u
@@ -72,6 +65,13 @@ enum imp_match {
 #define IMP_FILLER_TYPE	0x88B5		/* IEEE 802 local experimental */
 #define IMP_FILLER_LEN	60
 #define IMP_P_ONE	9007199254740992.0	/* 2^53 */
+
+/* What match= selects for impairment. */
+enum imp_match {
+	IMP_MATCH_ROCE,		/* RoCEv2 frames */
+	IMP_MATCH_ALL,		/* every frame */
+	IMP_MATCH_REQUESTS,	/* RoCEv2 frames but responses and CNPs */
+};
 
 /* ------------------------------------------------------------------ */
 /* Configuration                                                        */

@@ -712,8 +712,8 @@ static void test_match(int tx)
 
 /*
  * match=requests: with every impairment at 30 %, each response and CNP
- * arrives once, intact and in order among its kind, while requests of every
- * transport are dropped, copied and corrupted.
+ * arrives once, intact, and in the order they were sent, while requests of
+ * every transport are dropped, copied and corrupted.
  */
 static void test_match_requests(int tx)
 {
