@@ -62,6 +62,16 @@
 #define VCLMUL256_TARGET \
 	__attribute__((target("pclmul,sse4.1,avx,avx2,vpclmulqdq")))
 
+/* Fold constants, as _mm_set_epi64x() arguments (high, low): what carries
+ * a 128-bit block forward by the named distance d in bits, high x^(d-32)
+ * and low x^(d+32) mod P, bit-reflected and shifted left by one.
+ * FOLD_BARRETT is P and its Barrett quotient for the final reduction. */
+#define FOLD_128	0x00ccaa009e, 0x01751997d0
+#define FOLD_512	0x01c6e41596, 0x0154442bd4
+#define FOLD_1024	0x014a7fe880, 0x01e88ef372
+#define FOLD_2048	0x01322d1430, 0x011542778a
+#define FOLD_BARRETT	0x01f7011641, 0x01db710641
+
 /* Coverage from which the bytes after the first 64 of M go to ISA-L
  * (without ISA-L, never: the folding loop below is the fast path). */
 #ifdef ROCE_HAVE_ISAL
@@ -161,9 +171,9 @@ block(const uint8_t *l3, uint32_t k, const uint8_t *mask)
 static inline CLMUL_TARGET uint32_t
 reduce(__m128i x)
 {
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124);
-	const __m128i poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
+	const __m128i poly = _mm_set_epi64x(FOLD_BARRETT);
 	const __m128i lo32 = _mm_setr_epi32(-1, 0, -1, 0);
 	__m128i t;
 
@@ -207,8 +217,8 @@ static inline CLMUL_TARGET uint32_t
 icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool isal,
 	 uint32_t *done)
 {
-	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m128i k1k2 = _mm_set_epi64x(FOLD_512);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const uint8_t *mask = ipv6 ? mask_v6 : mask_v4;
 	uint32_t nb = isal ? 4 : (8 + cover) / 16, k, reg;
 	__m128i x1, x2, x3, x4;
@@ -273,7 +283,7 @@ static inline CLMUL_TARGET uint32_t
 copy_fold_tail(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
 	       size_t len)
 {
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	size_t whole = len & ~(size_t)15;
 	uint32_t reg;
 
@@ -319,9 +329,9 @@ static VCLMUL_TARGET uint32_t
 crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
 {
 	const __m512i k16 = _mm512_broadcast_i32x4(
-		_mm_set_epi64x(0x01322d1430, 0x011542778a));
-	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+		_mm_set_epi64x(FOLD_2048));
+	const __m128i k1k2 = _mm_set_epi64x(FOLD_512);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const __m512i k4 = _mm512_broadcast_i32x4(k1k2);
 	const uint8_t *s = src;
 	uint8_t *d = dst;
@@ -389,11 +399,11 @@ static VCLMUL256_TARGET uint32_t
 crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
 {
 	const __m256i k16 = _mm256_broadcastsi128_si256(
-		_mm_set_epi64x(0x01322d1430, 0x011542778a));
+		_mm_set_epi64x(FOLD_2048));
 	const __m256i k8 = _mm256_broadcastsi128_si256(
-		_mm_set_epi64x(0x014a7fe880, 0x01e88ef372));
-	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+		_mm_set_epi64x(FOLD_1024));
+	const __m128i k1k2 = _mm_set_epi64x(FOLD_512);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const __m256i k4 = _mm256_broadcastsi128_si256(k1k2);
 	const uint8_t *s = src;
 	uint8_t *d = dst;
@@ -452,9 +462,9 @@ roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 {
 	/* Folding by 1024 bits (eight accumulators: the multiplier's latency
 	 * hidden), by 512, by 128; constants as above. */
-	const __m128i k8 = _mm_set_epi64x(0x014a7fe880, 0x01e88ef372);
-	const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
-	const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+	const __m128i k8 = _mm_set_epi64x(FOLD_1024);
+	const __m128i k1k2 = _mm_set_epi64x(FOLD_512);
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const __m128i *s = src;
 	__m128i *d = dst;
 	uint32_t reg = ~crc;
