@@ -71,6 +71,7 @@ static void usage(const char *argv0)
 	printf("  -D, --duration=<sec>       run for <sec> seconds (fractions allowed) instead of -n\n");
 	printf("  -f, --margin=<sec>         duration mode: measure within margins (default D/4)\n");
 	printf("  -q, --qp=<num>             number of QPs (default 1)\n");
+	printf("  -b, --bidirectional        both ends post (bandwidth tests); figures of both directions\n");
 	printf("  -t, --tx-depth=<dep>       send queue depth (default 128 bw, 1 lat)\n");
 	printf("  -r, --rx-depth=<dep>       receive queue depth (default 512 for SEND)\n");
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
@@ -267,15 +268,13 @@ static int parse_args(int argc, char **argv)
 			opt.out_reads = (int)v;
 			break;
 		case 'g':
-			fprintf(stderr, " -g (multicast): needs UD, which droce does not have yet\n");
+			fprintf(stderr, " -g (multicast): droce has no multicast groups yet (ibv_attach_mcast)\n");
 			return -1;
 		case 'z':
 		case 'R':
 			fprintf(stderr, " -%c (rdma_cm): not supported; droce-perf uses the TCP exchange\n", c);
 			return -1;
-		case 'b':
-			fprintf(stderr, " -b (bidirectional): not supported by droce-perf\n");
-			return -1;
+		case 'b': opt.duplex = true; break;
 		case 'T':
 		case 'L':
 			break;	/* accepted, without effect */
@@ -444,6 +443,10 @@ static int settle_opts(void)
 	}
 	if (opt.verb == V_READ || opt.verb == V_ATOMIC)
 		opt.inline_size = 0;
+	if (opt.duplex && opt.tst != T_BW) {
+		fprintf(stderr, " Bidirectional is only available in BW test\n");
+		return -1;
+	}
 	if (opt.tst == T_LAT && opt.nqps != 1) {
 		fprintf(stderr, " Latency tests run on one QP\n");
 		return -1;
@@ -532,7 +535,7 @@ static int alloc_timing(struct perf_side *s)
 		s->tposted = calloc(opt.iters, sizeof(uint64_t));
 		return s->tposted ? 0 : -1;
 	}
-	if (!s->is_client || opt.no_peak || opt.duration > 0)
+	if (!side_sends(s) || opt.no_peak || opt.duration > 0)
 		return 0;
 	s->tp_n = opt.iters * (uint64_t)opt.nqps;
 	if (s->tp_n > (1u << 23)) {
@@ -599,18 +602,22 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 			 uint64_t size)
 {
 	struct perf_bw_report r;
-	uint64_t msgs, t0, t1;
 	int ret;
 
 	run_set_size(size);
 	memset(&perf_cyc, 0, sizeof(perf_cyc));
 	perf_post_enomem = 0;
-	if (opt.verb == V_ATOMIC)
+	if (opt.verb == V_ATOMIC) {
 		atomic_prepare(c, srv);
+		if (opt.duplex)
+			atomic_prepare(srv, c);
+	}
 	if (opt.tst == T_LAT && opt.verb == V_SEND &&
 	    (run_lat_prepare_recv(c) || run_lat_prepare_recv(srv)))
 		return -1;
-	if (opt.tst == T_BW && opt.verb == V_SEND && run_bw_prepare_server(srv))
+	if (opt.tst == T_BW && opt.verb == V_SEND &&
+	    (run_bw_prepare_server(srv) ||
+	     (opt.duplex && run_bw_prepare_server(c))))
 		return -1;
 	stats_get(c, &c->ds0);
 	stats_get(srv, &srv->ds0);
@@ -623,9 +630,18 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 		return -1;
 	}
 	if (opt.tst == T_BW) {
+		const struct perf_run_result *res = run_result(c);
+
 		report_bw(c, &r);
-		run_result(false, &msgs, &t0, &t1);
-		report_kv_bw(c, srv, &r, (double)(t1 - t0) / perf_tsc_hz());
+		if (opt.duplex) {
+			struct perf_bw_report o;
+
+			report_bw(srv, &o);
+			report_bw_add(&r, &o);
+		}
+		report_bw_print(&r);
+		report_kv_bw(c, srv, &r, (double)(res->t1 - res->t0) /
+					 perf_tsc_hz());
 	} else {
 		if (report_lat(c))
 			return -1;
@@ -766,12 +782,12 @@ static int main_loopback(const char *argv0)
 			goto out;
 	report_line();
 	if (opt.tst == T_BW) {
-		uint64_t msgs, t0, t1;
+		const struct perf_run_result *res = run_result(&c);
+		double secs = (double)(res->t1 - res->t0) / perf_tsc_hz();
 
-		run_result(false, &msgs, &t0, &t1);
-		report_per_qp(&c, (double)(t1 - t0) / perf_tsc_hz());
-		if (opt.verb == V_SEND)
-			report_per_qp(&s, (double)(t1 - t0) / perf_tsc_hz());
+		report_per_qp(&c, secs);
+		if (opt.verb == V_SEND || opt.duplex)
+			report_per_qp(&s, secs);
 	}
 	ret = 0;
 out:
@@ -826,24 +842,58 @@ static void print_locals(struct perf_side *me)
 		report_dest(&me->my[i], false);
 }
 
-static int remote_bw_size(struct perf_side *me, uint64_t size,
-			  struct perf_bw_report *r)
+/* --check of an atomic responder's counters, summed over the slot: a
+ * perftest client spreads them over its cycle buffer (atomic_prepare). */
+static int check_atomic_slots(struct perf_side *me)
+{
+	if (!opt.check || opt.verb != V_ATOMIC ||
+	    opt.atomic_type != A_FETCH_AND_ADD || opt.duration > 0)
+		return 0;
+	for (int q = 0; q < me->nqps; q++) {
+		uint64_t v = atomic_slot_sum(me, q);
+
+		if (v != opt.iters) {
+			printf(" check: QP %d counters add up to %lu after %lu FETCH_AND_ADDs\n",
+			       q, (unsigned long)v, (unsigned long)opt.iters);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One size of a bandwidth test on this end: run, then (-b) perftest's
+ * exchange of the two ends' figures, whose sum is what both print (write
+ * and read with -a sync once more first; send_bw in duration mode prints
+ * its own only, as perftest 4.5).
+ */
+static int remote_bw_size(struct perf_side *me, uint64_t size)
 {
 	bool client = me->is_client;
-	uint64_t msgs, t0, t1;
+	const struct perf_run_result *res;
+	struct perf_bw_report r, theirs;
 
 	run_set_size(size);
 	memset(&perf_cyc, 0, sizeof(perf_cyc));
 	perf_post_enomem = 0;
-	if (opt.verb == V_ATOMIC)
-		atomic_prepare(client ? me : NULL, client ? NULL : me);
+	if (opt.verb == V_ATOMIC && side_sends(me))
+		atomic_prepare(me, NULL);	/* our fetched word */
 	stats_get(me, &me->ds0);
 	if (run_bw(client ? me : NULL, client ? NULL : me))
 		return -1;
 	stats_get(me, &me->ds1);
-	report_bw(me, r);
-	run_result(!client, &msgs, &t0, &t1);
-	report_kv_bw(me, NULL, r, (double)(t1 - t0) / perf_tsc_hz());
+	if (opt.duplex && opt.all && (opt.verb == V_WRITE || opt.verb == V_READ) &&
+	    hs0(me))
+		return -1;
+	report_bw(me, &r);
+	if (opt.duplex && !(opt.verb == V_SEND && opt.duration > 0)) {
+		if (oob_bw_reports(&r, &theirs, oob_rem_version))
+			return -1;
+		report_bw_add(&r, &theirs);
+	}
+	report_bw_print(&r);
+	res = run_result(me);
+	report_kv_bw(me, NULL, &r, (double)(res->t1 - res->t0) / perf_tsc_hz());
 	report_cycles(me, NULL);
 	if (opt.check) {
 		int b = run_check(client ? me : NULL, client ? NULL : me);
@@ -862,7 +912,7 @@ static int remote_bw(struct perf_side *me)
 	bool client = me->is_client;
 
 	memset(&mine, 0, sizeof(mine));
-	if (opt.verb == V_ATOMIC && !client)
+	if (opt.verb == V_ATOMIC && (!client || opt.duplex))
 		atomic_prepare(NULL, me);	/* counters start at 0 */
 	if (hs_all(me, false) || remote_connect(me))
 		return -1;
@@ -870,7 +920,7 @@ static int remote_bw(struct perf_side *me)
 	if (hs_all(me, true) || hs0(me))
 		return -1;
 	report_bw_header();
-	if (!client) {
+	if (!client && !opt.duplex) {
 		/* the server's engine answers; it waits for the client */
 		stats_get(me, &me->ds0);
 		if (hs0(me))
@@ -885,44 +935,30 @@ static int remote_bw(struct perf_side *me)
 		if (oob_close(&me->my[0], &me->rem[0]))
 			return -1;
 		report_line();
-		if (opt.check && opt.verb == V_ATOMIC &&
-		    opt.atomic_type == A_FETCH_AND_ADD && opt.duration <= 0) {
-			/* summed over the slot: a perftest client spreads
-			 * them over its cycle buffer (atomic_prepare) */
-			for (int q = 0; q < me->nqps; q++) {
-				uint64_t v = atomic_slot_sum(me, q);
-
-				if (v != opt.iters) {
-					printf(" check: QP %d counters add up to %lu after %lu FETCH_AND_ADDs\n",
-					       q, (unsigned long)v,
-					       (unsigned long)opt.iters);
-					return -1;
-				}
-			}
-		}
-		return 0;
+		return check_atomic_slots(me);
 	}
-	if (opt.verb == V_ATOMIC)
-		atomic_prepare(me, NULL);
 	for (int i = 0; i < nsizes(); i++)
-		if (remote_bw_size(me, size_at(i), &mine))
+		if ((opt.duplex && hs0(me)) || remote_bw_size(me, size_at(i)))
 			return -1;
 	report_line();
 	{
-		uint64_t msgs, t0, t1;
+		const struct perf_run_result *res = run_result(me);
 
-		run_result(false, &msgs, &t0, &t1);
-		report_per_qp(me, (double)(t1 - t0) / perf_tsc_hz());
+		report_per_qp(me, (double)(res->t1 - res->t0) / perf_tsc_hz());
 	}
-	if (hs0(me) || oob_bw_reports(&mine, &theirs, oob_rem_version))
+	/* without -b the client sends the server its figures to print */
+	if (!opt.duplex) {
+		report_bw(me, &mine);
+		if (hs0(me) || oob_bw_reports(&mine, &theirs, oob_rem_version))
+			return -1;
+	}
+	if (oob_close(&me->my[0], &me->rem[0]))
 		return -1;
-	return oob_close(&me->my[0], &me->rem[0]);
+	return opt.duplex ? check_atomic_slots(me) : 0;
 }
 
 static int remote_send_bw(struct perf_side *me)
 {
-	struct perf_bw_report r;
-
 	if (hs_all(me, false) || remote_connect(me) || hs0(me))
 		return -1;
 	print_locals(me);
@@ -933,9 +969,9 @@ static int remote_send_bw(struct perf_side *me)
 		uint64_t size = size_at(i);
 
 		run_set_size(size);
-		if (!me->is_client && run_bw_prepare_server(me))
+		if (side_recvs(me) && run_bw_prepare_server(me))
 			return -1;
-		if (hs0(me) || remote_bw_size(me, size, &r))
+		if (hs0(me) || remote_bw_size(me, size))
 			return -1;
 		/* perftest syncs again after each size of -a only */
 		if (opt.all && hs0(me))

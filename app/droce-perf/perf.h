@@ -86,6 +86,7 @@ struct perf_opts {
 	int sl;
 	enum perf_atomic atomic_type;
 	bool report_gbits;
+	bool duplex;			/* -b: both ends post, both directions */
 	bool cpu_freq_f;
 	bool no_peak;
 	bool report_cycles;		/* -C (latency) */
@@ -141,6 +142,14 @@ struct perf_qpstat {
 	uint64_t t_last;		/* TSC of the last completion */
 };
 
+/* A bandwidth run's figures for one role of one end (sending or
+ * receiving). */
+struct perf_run_result {
+	uint64_t all_msgs;		/* completed in the whole run */
+	uint64_t msgs;			/* completed, in the measured window */
+	uint64_t t0, t1;		/* window (TSC) */
+};
+
 /*
  * One end of the test: a device context with its PD, MR over one buffer,
  * CQs and QPs. In --loopback there are two in this process.
@@ -172,7 +181,10 @@ struct perf_side {
 	struct perf_dest *my;
 	struct perf_dest *rem;
 	struct ibv_ah **ah;		/* UD: an address handle per QP */
-	struct perf_qpstat *st;
+	struct perf_qpstat *st;		/* as sender (and latency) */
+	struct perf_qpstat *rst;	/* as SEND receiver: st, or its own
+					 * array when the end also sends (-b) */
+	struct perf_run_result res_send, res_recv;
 	/* per-WR scratch */
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
@@ -205,6 +217,18 @@ static inline uint32_t perf_recv_off(void)
 }
 void side_drive(struct perf_side *s);	/* app mode: run the engine once */
 
+/* Does this end post sends? receives? (Both ends do both with -b.) */
+static inline bool side_sends(const struct perf_side *s)
+{
+	return s->is_client || opt.tst == T_LAT || opt.duplex;
+}
+
+static inline bool side_recvs(const struct perf_side *s)
+{
+	return opt.verb == V_SEND &&
+	       (!s->is_client || opt.tst == T_LAT || opt.duplex);
+}
+
 /* run.c: the measurement loops, as steps so one thread can run both ends */
 struct perf_run;
 int run_bw(struct perf_side *client, struct perf_side *server);
@@ -214,9 +238,8 @@ uint64_t run_get_size(void);
 int run_check(struct perf_side *client, struct perf_side *server);
 int run_bw_prepare_server(struct perf_side *s);
 int run_lat_prepare_recv(struct perf_side *s);
-void run_result(bool server, uint64_t *msgs, uint64_t *t0, uint64_t *t1);
+const struct perf_run_result *run_result(const struct perf_side *s);
 void run_lat_window(uint64_t *t0, uint64_t *t1);
-uint64_t run_all_msgs(bool server);
 
 /* report.c */
 struct perf_bw_report {
@@ -231,7 +254,8 @@ void report_dest(const struct perf_dest *d, bool remote);
 void report_bw_header(void);
 void report_lat_header(void);
 void report_line(void);
-int report_bw(struct perf_side *c, struct perf_bw_report *out);
+void report_bw(const struct perf_side *c, struct perf_bw_report *out);
+void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o);
 void report_bw_print(const struct perf_bw_report *r);
 int report_lat(struct perf_side *c);
 void report_per_qp(struct perf_side *c, double secs);

@@ -52,6 +52,8 @@ void report_test_info(const struct perf_side *s)
 		printf("%s ", opt.atomic_type == A_FETCH_AND_ADD ?
 		       "FETCH_AND_ADD" : "CMP_AND_SWAP");
 	if (opt.tst == T_BW) {
+		if (opt.duplex)
+			printf("Bidirectional ");
 		if (opt.post_list > 1)
 			printf("Post List ");
 		printf("BW ");
@@ -66,11 +68,11 @@ void report_test_info(const struct perf_side *s)
 	       opt.conn == C_UC ? "UC" : opt.conn == C_UD ? "UD" : "RC");
 	printf(" PCIe relax order: Unsupported\n");
 	printf(" ibv_wr* API     : %s\n", opt.old_post_send ? "OFF" : "ON");
-	if (s->is_client || opt.tst == T_LAT)
+	if (side_sends(s))
 		printf(" TX depth        : %d\n", opt.tx_depth);
 	if (opt.post_list > 1)
 		printf(" Post List       : %d\n", opt.post_list);
-	if (opt.verb == V_SEND && (!s->is_client || opt.tst == T_LAT))
+	if (side_recvs(s))
 		printf(" RX depth        : %d\n", opt.rx_depth);
 	if (opt.tst == T_BW)
 		printf(" CQ Moderation   : %d\n", opt.cq_mod);
@@ -160,12 +162,14 @@ static double peak_cycles_per_msg(const struct perf_side *c, uint64_t n,
 	return best;
 }
 
-int report_bw(struct perf_side *c, struct perf_bw_report *r)
+/* An end's figures for the size just run (printed by the caller: with -b
+ * both directions' figures are added up first, as perftest does). */
+void report_bw(const struct perf_side *c, struct perf_bw_report *r)
 {
-	uint64_t msgs, t0, t1;
+	const struct perf_run_result *res = run_result(c);
+	uint64_t msgs = res->msgs, t0 = res->t0, t1 = res->t1;
 	double hz = perf_tsc_hz(), cyc, size;
 
-	run_result(!c->is_client, &msgs, &t0, &t1);
 	size = (double)(opt.verb == V_ATOMIC ? PERF_ATOMIC_SIZE : run_get_size());
 	cyc = t1 > t0 ? (double)(t1 - t0) : 1;
 	memset(r, 0, sizeof(*r));
@@ -173,13 +177,22 @@ int report_bw(struct perf_side *c, struct perf_bw_report *r)
 	r->iters = msgs;
 	r->bw_avg = size * (double)msgs * hz / (cyc * fmt_factor());
 	r->msg_rate = (double)msgs * hz / (cyc * 1e6);
-	if (!opt.no_peak && c->tp && c->is_client && opt.duration <= 0 && msgs) {
+	if (!opt.no_peak && c->tp && side_sends(c) && opt.duration <= 0 &&
+	    msgs) {
 		double pc = peak_cycles_per_msg(c, msgs, cyc / (double)msgs);
 
 		r->bw_peak = size * hz / (pc * fmt_factor());
 	}
-	report_bw_print(r);
-	return 0;
+}
+
+/* -b: the two directions' figures together (perftest's
+ * print_full_bw_report with the remote's report; the size and iterations
+ * stay this end's). */
+void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o)
+{
+	r->bw_peak += o->bw_peak;
+	r->bw_avg += o->bw_avg;
+	r->msg_rate += o->msg_rate;
 }
 
 void report_bw_print(const struct perf_bw_report *r)
@@ -310,6 +323,11 @@ struct qp_rates {
 	int n;
 };
 
+static const struct perf_qpstat *qp_stats(const struct perf_side *s)
+{
+	return side_sends(s) ? s->st : s->rst;
+}
+
 static double qp_rate(const struct perf_qpstat *st, bool server)
 {
 	uint64_t msgs = server ? st->rcnt : st->ccnt;
@@ -335,7 +353,7 @@ static struct qp_rates qp_rates(const struct perf_side *s)
 	if (v == NULL)
 		return r;
 	for (int i = 0; i < s->nqps; i++) {
-		v[i] = qp_rate(&s->st[i], !s->is_client);
+		v[i] = qp_rate(&qp_stats(s)[i], !side_sends(s));
 		r.sum += v[i];
 	}
 	qsort(v, (size_t)s->nqps, sizeof(*v), cmp_dbl);
@@ -350,7 +368,8 @@ static struct qp_rates qp_rates(const struct perf_side *s)
 void report_per_qp(struct perf_side *c, double secs)
 {
 	uint64_t sz = opt.verb == V_ATOMIC ? PERF_ATOMIC_SIZE : run_get_size();
-	bool server = !c->is_client;
+	bool server = !side_sends(c);
+	const struct perf_qpstat *st = qp_stats(c);
 
 	if (opt.tst != T_BW || !full() || opt.duration > 0)
 		return;
@@ -358,11 +377,11 @@ void report_per_qp(struct perf_side *c, double secs)
 		printf(" per QP (%s): QPN       #msgs        MsgRate[Mpps]  BW[MB/sec]\n",
 		       c->name);
 		for (int i = 0; i < c->nqps; i++) {
-			double r = qp_rate(&c->st[i], server);
+			double r = qp_rate(&st[i], server);
 
 			printf("                0x%06x  %-12" PRIu64 " %-14.6f %-10.2f\n",
 			       c->qp[i]->qp_num,
-			       server ? c->st[i].rcnt : c->st[i].ccnt,
+			       server ? st[i].rcnt : st[i].ccnt,
 			       r / 1e6, r * (double)sz / 0x100000);
 		}
 	}
@@ -400,10 +419,19 @@ static void kv_stats(const struct perf_side *s, const char *p)
 
 /* CPU time of the run per thread kind, and per message (all messages the
  * run completed, margins included: the CPU time covers the whole run). */
-static void kv_cpu(const struct perf_side *c)
+static uint64_t run_msgs(const struct perf_side *c, const struct perf_side *srv)
+{
+	uint64_t n = run_result(c ? c : srv)->all_msgs;
+
+	if (opt.duplex && opt.tst == T_BW && c && srv && srv != c)
+		n += run_result(srv)->all_msgs;	/* both directions */
+	return n;
+}
+
+static void kv_cpu(const struct perf_side *c, const struct perf_side *srv)
 {
 	struct perf_cpu u;
-	uint64_t n = run_all_msgs(c ? !c->is_client : false);
+	uint64_t n = run_msgs(c, srv);
 	double ghz = perf_tsc_hz() / 1e9;
 
 	cpu_totals(&u);
@@ -439,15 +467,17 @@ void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
 	       opt.report_gbits ? r->bw_avg * 125000000.0 / 0x100000 : r->bw_avg,
 	       r->bw_peak, (c ? c->errors : 0) + (srv ? srv->errors : 0));
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (opt.duplex)	/* rates: both directions; msgs, bytes: this end's */
+		printf(" bidirectional=1");
 	if (srv && opt.verb == V_SEND)	/* what the receiving end counted */
-		printf(" recv_msgs=%" PRIu64, run_all_msgs(true));
+		printf(" recv_msgs=%" PRIu64, srv->res_recv.all_msgs);
 	if (me->nqps > 1) {
 		struct qp_rates q = qp_rates(me);
 
 		printf(" qp_rate_min=%.1f qp_rate_med=%.1f qp_rate_max=%.1f",
 		       q.min, q.med, q.max);
 	}
-	kv_cpu(c ? c : srv);
+	kv_cpu(c, srv);
 	if (c)
 		kv_stats(c, c->is_client ? "c" : "s");
 	if (srv && srv != c)
@@ -470,7 +500,7 @@ void report_kv_lat(const struct perf_side *c, const struct perf_side *srv)
 	       lat_last.p999, lat_last.rtt_med,
 	       (c ? c->errors : 0) + (srv ? srv->errors : 0));
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
-	kv_cpu(c ? c : srv);
+	kv_cpu(c, srv);
 	if (c)
 		kv_stats(c, "c");
 	if (srv)
@@ -548,7 +578,7 @@ void report_cycles(const struct perf_side *c, const struct perf_side *srv)
 	if (srv && srv != c)
 		frames += srv->ds1.tx_pkts - srv->ds0.tx_pkts;
 	/* the totals cover the whole run, the -D window's warm-up too */
-	msgs = run_all_msgs(c ? !c->is_client : true);
+	msgs = run_msgs(c, srv);
 	fr = frames ? (double)frames : 1;
 	ms = msgs ? (double)msgs : 1;
 	printf("DROCE_CYCLES test=%s size=%" PRIu64 " msgs=%" PRIu64

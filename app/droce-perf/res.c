@@ -61,17 +61,6 @@ static uint32_t cq_size(uint64_t want, const struct ibv_device_attr *da)
 	return (uint32_t)(want > max ? max : want);
 }
 
-/* Does this end post sends? receives? */
-static bool side_sends(const struct perf_side *s)
-{
-	return s->is_client || opt.tst == T_LAT;
-}
-
-static bool side_recvs(const struct perf_side *s)
-{
-	return opt.verb == V_SEND && (!s->is_client || opt.tst == T_LAT);
-}
-
 /* The ibv_wr_* builders a test's QPs need (perftest's send_ops_flags). */
 static uint64_t send_ops_of(enum perf_verb v)
 {
@@ -190,11 +179,14 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	s->my = calloc((size_t)n, sizeof(*s->my));
 	s->rem = calloc((size_t)n, sizeof(*s->rem));
 	s->st = calloc((size_t)n, sizeof(*s->st));
+	/* an end that sends and receives SENDs counts each apart */
+	s->rst = side_sends(s) && side_recvs(s) && opt.tst == T_BW ?
+		 calloc((size_t)n, sizeof(*s->rst)) : s->st;
 	s->ah = calloc((size_t)n, sizeof(*s->ah));
 	s->wr = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->wr));
 	s->sge = calloc((size_t)n * (size_t)opt.post_list, sizeof(*s->sge));
-	if (!s->qp || !s->my || !s->rem || !s->st || !s->wr || !s->sge ||
-	    !s->ah) {
+	if (!s->qp || !s->my || !s->rem || !s->st || !s->rst || !s->wr ||
+	    !s->sge || !s->ah) {
 		PERF_ERR("out of memory\n");
 		return -1;
 	}
@@ -364,6 +356,8 @@ void side_close(struct perf_side *s)
 	free(s->ah);
 	free(s->my);
 	free(s->rem);
+	if (s->rst != s->st)
+		free(s->rst);
 	free(s->st);
 	free(s->wr);
 	free(s->sge);

@@ -296,7 +296,7 @@ static int post_recvs(struct perf_side *s, int q, int n)
 			PERF_ERR("Couldn't post recv Qp = %d: counter=%d\n", q, i);
 			return -1;
 		}
-		s->st[q].rposted++;
+		s->rst[q].rposted++;
 	}
 	return 0;
 }
@@ -310,6 +310,7 @@ struct bw_state {
 	uint64_t totscnt, totccnt;
 	uint64_t t_first, t_last;
 	uint64_t sampled;		/* duration: completions in the window */
+	uint64_t sample_t0, sample_t1;	/* first/last of them (TSC) */
 	uint64_t sig_total;		/* sum over QPs of the last signalled seq */
 	uint64_t last_progress;
 	int *ready;			/* FIFO of QPs with room to post */
@@ -468,9 +469,9 @@ static int bw_client_poll(struct bw_state *b)
 			bw_ready_push(b, q);
 		if (in_sample(now)) {
 			if (b->sampled == 0)
-				win.sample_t0 = now;
+				b->sample_t0 = now;
 			b->sampled += newly;
-			win.sample_t1 = now;
+			b->sample_t1 = now;
 		}
 	}
 	b->t_last = now;
@@ -506,6 +507,7 @@ struct bw_server_state {
 	uint64_t iters, tot, rcnt;
 	uint64_t t_first, t_last;
 	uint64_t sampled;
+	uint64_t sample_t0, sample_t1;
 	uint64_t last_progress;
 	const bool *client_done;	/* loopback: the local client's flag */
 	bool done;
@@ -520,11 +522,11 @@ static int bw_server_prepare(struct perf_side *s)
 	for (int q = 0; q < s->nqps; q++) {
 		/* Receives an earlier size left posted (over UC and UD, SENDs
 		 * that were lost; none over RC) count as posted for this one. */
-		uint64_t left = s->st[q].rposted > s->st[q].rcnt ?
-				s->st[q].rposted - s->st[q].rcnt : 0;
+		uint64_t left = s->rst[q].rposted > s->rst[q].rcnt ?
+				s->rst[q].rposted - s->rst[q].rcnt : 0;
 
-		memset(&s->st[q], 0, sizeof(s->st[q]));
-		s->st[q].rposted = left;
+		memset(&s->rst[q], 0, sizeof(s->rst[q]));
+		s->rst[q].rposted = left;
 		if (per_qp > left && post_recvs(s, q, (int)(per_qp - left)))
 			return -1;
 	}
@@ -568,7 +570,7 @@ static int bw_server_poll(struct bw_server_state *b, uint64_t *now_out)
 			comp_error(s, &wc[i], "receive CQ");
 			return -1;
 		}
-		st = &s->st[q];
+		st = &s->rst[q];
 		if (st->rcnt == 0)
 			st->t_first = now;
 		st->rcnt++;
@@ -578,9 +580,9 @@ static int bw_server_poll(struct bw_server_state *b, uint64_t *now_out)
 		b->rcnt++;
 		if (in_sample(now)) {
 			if (b->sampled == 0)
-				win.sample_t0 = now;
+				b->sample_t0 = now;
 			b->sampled++;
-			win.sample_t1 = now;
+			b->sample_t1 = now;
 		}
 		if ((win.on && !time_over(now)) || st->rposted < b->iters)
 			if (post_recvs(s, q, 1))
@@ -636,76 +638,99 @@ static int stalled(uint64_t last, const char *who)
 	return 0;
 }
 
-/* The run's results for the reports. */
-struct perf_run_result {
-	uint64_t all_msgs;		/* completed in the whole run */
-	uint64_t msgs;			/* completed, in the measured window */
-	uint64_t t0, t1;		/* window (TSC) */
-};
-static struct perf_run_result res_client, res_server;
-
+/*
+ * One bandwidth run. c and srv are the ends in this process (loopback: both;
+ * two processes: one, the other NULL). The client sends; the server, in
+ * send_bw, receives. With -b both ends send, and in send_bw both receive,
+ * all in this thread, a step of each in turn.
+ */
 int run_bw(struct perf_side *c, struct perf_side *srv)
 {
-	struct bw_state bc;
-	struct bw_server_state bs;
-	bool send_srv = srv && opt.verb == V_SEND;
+	struct bw_state bc[2];
+	struct bw_server_state bs[2];
+	struct perf_side *snd[2], *rcv[2];
+	int ns = 0, nr = 0, ret = -1;
 	uint64_t t_begin;
 
-	window_start();
-	memset(&res_client, 0, sizeof(res_client));
-	memset(&res_server, 0, sizeof(res_server));
-	if (c && bw_client_init(&bc, c)) {
-		PERF_ERR("out of memory\n");
-		return -1;
+	if (c)
+		snd[ns++] = c;
+	if (srv && opt.duplex)
+		snd[ns++] = srv;
+	if (opt.verb == V_SEND) {
+		if (srv)
+			rcv[nr++] = srv;
+		if (c && opt.duplex)
+			rcv[nr++] = c;
 	}
-	if (send_srv)
-		bw_server_init(&bs, srv);
-	if (send_srv && c)
-		bs.client_done = &bc.done;
+	window_start();
+	for (int i = 0; i < ns; i++) {
+		memset(&snd[i]->res_send, 0, sizeof(snd[i]->res_send));
+		if (bw_client_init(&bc[i], snd[i])) {
+			PERF_ERR("out of memory\n");
+			while (i-- > 0)
+				bw_client_fini(&bc[i]);
+			return -1;
+		}
+	}
+	for (int i = 0; i < nr; i++) {
+		memset(&rcv[i]->res_recv, 0, sizeof(rcv[i]->res_recv));
+		bw_server_init(&bs[i], rcv[i]);
+		/* loopback: quiet (UC/UD) only counts once the sender toward
+		 * this end is done */
+		for (int j = 0; j < ns; j++)
+			if (snd[j] != rcv[i])
+				bs[i].client_done = &bc[j].done;
+	}
 	t_begin = perf_tsc();
 	cpu_start();
 	for (;;) {
-		bool cd = !c || bc.done, sd = !send_srv || bs.done;
+		bool all_done = true;
 
-		if (cd && sd)
-			break;
-		if (c && !bc.done) {
-			if (bw_client_step(&bc) ||
-			    (!bc.done && stalled(bc.last_progress, "client"))) {
-				bw_client_fini(&bc);
-				return -1;
-			}
+		for (int i = 0; i < ns; i++) {
+			if (bc[i].done)
+				continue;
+			all_done = false;
+			if (bw_client_step(&bc[i]) ||
+			    (!bc[i].done && stalled(bc[i].last_progress,
+						    snd[i]->name)))
+				goto out;
 		}
-		if (send_srv && !bs.done) {
-			if (bw_server_step(&bs) ||
-			    (!bs.done && stalled(bs.last_progress, "server"))) {
-				if (c)
-					bw_client_fini(&bc);
-				return -1;
-			}
-		} else if (srv && !c) {
-			/* a passive end (WRITE/READ/atomic server) has nothing
-			 * to run: its engine answers by itself */
-			break;
+		for (int i = 0; i < nr; i++) {
+			if (bs[i].done)
+				continue;
+			all_done = false;
+			if (bw_server_step(&bs[i]) ||
+			    (!bs[i].done && stalled(bs[i].last_progress,
+						    rcv[i]->name)))
+				goto out;
 		}
+		/* a passive end (a WRITE/READ/atomic server without -b) has
+		 * nothing to run: its engine answers by itself */
+		if (all_done)
+			break;
 	}
+	ret = 0;
+out:
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();
-	if (c)
-		bw_client_fini(&bc);
-	if (c) {
-		res_client.msgs = win.on ? bc.sampled : bc.totccnt;
-		res_client.t0 = win.on ? win.sample_t0 : bc.t_first;
-		res_client.t1 = win.on ? win.sample_t1 : bc.t_last;
-		res_client.all_msgs = bc.totccnt;
+	for (int i = 0; i < ns; i++) {
+		struct perf_run_result *r = &snd[i]->res_send;
+
+		r->msgs = win.on ? bc[i].sampled : bc[i].totccnt;
+		r->t0 = win.on ? bc[i].sample_t0 : bc[i].t_first;
+		r->t1 = win.on ? bc[i].sample_t1 : bc[i].t_last;
+		r->all_msgs = bc[i].totccnt;
+		bw_client_fini(&bc[i]);
 	}
-	if (send_srv) {
-		res_server.msgs = win.on ? bs.sampled : bs.rcnt;
-		res_server.t0 = win.on ? win.sample_t0 : bs.t_first;
-		res_server.t1 = win.on ? win.sample_t1 : bs.t_last;
-		res_server.all_msgs = bs.rcnt;
+	for (int i = 0; i < nr; i++) {
+		struct perf_run_result *r = &rcv[i]->res_recv;
+
+		r->msgs = win.on ? bs[i].sampled : bs[i].rcnt;
+		r->t0 = win.on ? bs[i].sample_t0 : bs[i].t_first;
+		r->t1 = win.on ? bs[i].sample_t1 : bs[i].t_last;
+		r->all_msgs = bs[i].rcnt;
 	}
-	return 0;
+	return ret;
 }
 
 int run_bw_prepare_server(struct perf_side *s)
@@ -713,18 +738,11 @@ int run_bw_prepare_server(struct perf_side *s)
 	return bw_server_prepare(s);
 }
 
-void run_result(bool server, uint64_t *msgs, uint64_t *t0, uint64_t *t1)
+/* The figures reported for an end: of its sends when it sends (latency:
+ * always), else of its receives. */
+const struct perf_run_result *run_result(const struct perf_side *s)
 {
-	const struct perf_run_result *r = server ? &res_server : &res_client;
-
-	*msgs = r->msgs;
-	*t0 = r->t0;
-	*t1 = r->t1;
-}
-
-uint64_t run_all_msgs(bool server)
-{
-	return server ? res_server.all_msgs : res_client.all_msgs;
+	return side_sends(s) ? &s->res_send : &s->res_recv;
 }
 
 /* -------------------------------------------------------- latency */
@@ -930,8 +948,10 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 	}
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();
-	res_client.all_msgs = c ? lc.scnt : 0;
-	res_server.all_msgs = srv_active ? ls.scnt : 0;
+	if (c)
+		c->res_send.all_msgs = lc.scnt;
+	if (srv)
+		srv->res_send.all_msgs = srv_active ? ls.scnt : 0;
 	if (c) {
 		c->lat_n = win.on ? lc.sampled : lc.scnt;
 		c->st[0].scnt = lc.scnt;
@@ -970,41 +990,46 @@ int run_lat_prepare_recv(struct perf_side *s)
  * --check: what the peer's memory must hold after the run, and whether
  * the counts add up. Loopback checks both ends; a remote run checks what
  * this end can see (a SEND server: bytes received; an atomic responder:
- * its counters).
+ * its counters). With -b each end is checked as sender and as receiver.
  */
-int run_check(struct perf_side *c, struct perf_side *srv)
+
+/* x sent to y (NULL: y is remote). */
+static int check_sender(const struct perf_side *x, const struct perf_side *y,
+			uint64_t want_msgs, uint64_t sz)
 {
 	int bad = 0;
-	uint64_t want_msgs = opt.duration > 0 ? 0 : opt.iters;
-	uint64_t sz = opt.verb == V_ATOMIC ? 8 : cur_size;
 
-	for (int q = 0; c && q < c->nqps; q++) {
-		const struct perf_qpstat *st = &c->st[q];
+	for (int q = 0; q < x->nqps; q++) {
+		const struct perf_qpstat *st = &x->st[q];
 
 		if (opt.tst == T_BW && want_msgs && st->ccnt != want_msgs) {
-			printf(" check: client QP %d completed %lu of %lu\n", q,
-			       (unsigned long)st->ccnt, (unsigned long)want_msgs);
+			printf(" check: %s QP %d completed %lu of %lu\n", x->name,
+			       q, (unsigned long)st->ccnt,
+			       (unsigned long)want_msgs);
 			bad++;
 		}
-		if (!srv)
+		if (!y)
 			continue;
 		switch (opt.verb) {
 		case V_WRITE:
-			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
-				printf(" check: WRITE data of QP %d differs\n", q);
+			if (memcmp(side_src(x, q), side_dst(y, q), sz)) {
+				printf(" check: WRITE data of %s QP %d differs\n",
+				       x->name, q);
 				bad++;
 			}
 			break;
 		case V_READ:
-			if (memcmp(side_src(c, q), side_dst(srv, q), sz)) {
-				printf(" check: READ data of QP %d differs\n", q);
+			if (memcmp(side_src(x, q), side_dst(y, q), sz)) {
+				printf(" check: READ data of %s QP %d differs\n",
+				       x->name, q);
 				bad++;
 			}
 			break;
 		case V_SEND:
-			if (memcmp(side_src(c, q),
-				   side_dst(srv, q) + perf_recv_off(), sz)) {
-				printf(" check: SEND data of QP %d differs\n", q);
+			if (memcmp(side_src(x, q),
+				   side_dst(y, q) + perf_recv_off(), sz)) {
+				printf(" check: SEND data of %s QP %d differs\n",
+				       x->name, q);
 				bad++;
 			}
 			break;
@@ -1012,11 +1037,12 @@ int run_check(struct perf_side *c, struct perf_side *srv)
 			if (opt.atomic_type == A_FETCH_AND_ADD) {
 				uint64_t v, r;
 
-				memcpy(&v, side_dst(srv, q), 8);
-				memcpy(&r, side_src(c, q), 8);
+				memcpy(&v, side_dst(y, q), 8);
+				memcpy(&r, side_src(x, q), 8);
 				if (v != st->ccnt || (st->ccnt && r != st->ccnt - 1)) {
-					printf(" check: QP %d counter %lu, fetched %lu, after %lu FETCH_AND_ADDs\n",
-					       q, (unsigned long)v, (unsigned long)r,
+					printf(" check: %s QP %d counter %lu, fetched %lu, after %lu FETCH_AND_ADDs\n",
+					       x->name, q, (unsigned long)v,
+					       (unsigned long)r,
 					       (unsigned long)st->ccnt);
 					bad++;
 				}
@@ -1024,27 +1050,52 @@ int run_check(struct perf_side *c, struct perf_side *srv)
 			break;
 		}
 	}
-	if (srv && opt.verb == V_SEND && opt.tst == T_BW) {
-		for (int q = 0; q < srv->nqps; q++) {
-			const struct perf_qpstat *st = &srv->st[q];
+	return bad;
+}
 
-			/* (a UD receive counts the GRH's 40 bytes too; over
-			 * UC and UD a SEND that found no receive is lost, so
-			 * fewer may arrive, but some must) */
-			bool count_bad = opt.conn == C_RC ?
-				want_msgs && st->rcnt != want_msgs :
-				st->rcnt == 0 || (want_msgs && st->rcnt > want_msgs);
+/* What a send_bw receiver counted. */
+static int check_receiver(const struct perf_side *y, uint64_t want_msgs)
+{
+	int bad = 0;
 
-			if (count_bad ||
-			    st->rbytes != st->rcnt * (cur_size + perf_recv_off())) {
-				printf(" check: server QP %d received %lu messages, %lu bytes (want %lu x %lu)\n",
-				       q, (unsigned long)st->rcnt,
-				       (unsigned long)st->rbytes,
-				       (unsigned long)want_msgs,
-				       (unsigned long)cur_size);
-				bad++;
-			}
+	for (int q = 0; q < y->nqps; q++) {
+		const struct perf_qpstat *st = &y->rst[q];
+
+		/* (a UD receive counts the GRH's 40 bytes too; over UC and
+		 * UD a SEND that found no receive is lost, so fewer may
+		 * arrive, but some must) */
+		bool count_bad = opt.conn == C_RC ?
+			want_msgs && st->rcnt != want_msgs :
+			st->rcnt == 0 || (want_msgs && st->rcnt > want_msgs);
+
+		if (count_bad ||
+		    st->rbytes != st->rcnt * (cur_size + perf_recv_off())) {
+			printf(" check: %s QP %d received %lu messages, %lu bytes (want %lu x %lu)\n",
+			       y->name, q, (unsigned long)st->rcnt,
+			       (unsigned long)st->rbytes,
+			       (unsigned long)want_msgs,
+			       (unsigned long)cur_size);
+			bad++;
 		}
+	}
+	return bad;
+}
+
+int run_check(struct perf_side *c, struct perf_side *srv)
+{
+	int bad = 0;
+	uint64_t want_msgs = opt.duration > 0 ? 0 : opt.iters;
+	uint64_t sz = opt.verb == V_ATOMIC ? 8 : cur_size;
+
+	if (c)
+		bad += check_sender(c, srv, want_msgs, sz);
+	if (srv && opt.duplex && opt.tst == T_BW)
+		bad += check_sender(srv, c, want_msgs, sz);
+	if (opt.verb == V_SEND && opt.tst == T_BW) {
+		if (srv)
+			bad += check_receiver(srv, want_msgs);
+		if (c && opt.duplex)
+			bad += check_receiver(c, want_msgs);
 	}
 	if (c && c->errors)
 		bad++;

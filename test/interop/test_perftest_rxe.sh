@@ -42,6 +42,9 @@
 #    say "Connection type : UC" (UD), and droce sent no ACK; send_bw
 #    counts to -n as perftest does (the server has a receive posted for
 #    each of the few SENDs, so none is lost but to the wire);
+#  - -b (bi_write_bw, bi_send_bw; first mode only): both sides say
+#    "Bidirectional BW Test" and print the same row (each end's figures
+#    plus the other's, from the report exchange);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -80,6 +83,8 @@ uc_send_lat  send_lat   64     -c:UC
 uc_send_bw   send_bw    4096   -c:UC
 ud_send_lat  send_lat   1024   -c:UD
 ud_send_bw   send_bw    1024   -c:UD
+bi_write_bw  write_bw   4096   -b
+bi_send_bw   send_bw    4096   -b
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -324,6 +329,15 @@ run() {
 		       tr ' ' '\n' | sed -n 's/^c_acks=//p')
 		[ "${acks:-0}" = 0 ] ||
 			io_fail "$label: droce sent $acks ACKs on a $ct QP" ;;
+	bi_*)
+		# both ends print the sum of both directions (perftest's report
+		# exchange after the run): the same row
+		grep -q 'Bidirectional BW Test' "$dir/rxe.out" &&
+		grep -q 'Bidirectional BW Test' "$dir/droce.out" ||
+			io_fail "$label: not both sides say 'Bidirectional BW Test'"
+		[ -n "$(row "$dir/droce.out")" ] &&
+		[ "$(row "$dir/droce.out")" = "$(row "$dir/rxe.out")" ] ||
+			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
 	*_mtu4096)
 		# the client sends the payloads
 		if [ "$3" = rxe ]; then
@@ -340,8 +354,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096, UC and UD runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC, UD and -b runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*|bi_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

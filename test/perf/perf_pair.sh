@@ -134,6 +134,37 @@ if pair write_lat write_lat -s 8 -n 2000; then
 		fail "write_lat: no median latency"
 fi
 
+# -b: both ends post; each prints the sum of both directions' figures
+# after perftest's report exchange, so the two tables must be the same.
+# bidir_pair <label> <rows> <msgs per row>: after pair
+bidir_pair() {
+	local label=$1 rows=$2 n=$3 f tag v
+	for f in "$CLI" "$SRV"; do
+		tag=c; [ "$f" = "$SRV" ] && tag=s
+		v=$(grep -Ec "^ +[0-9]+ +$n +[0-9.]+ +[0-9.]+" "$f")
+		[ "$v" = "$rows" ] || fail "$label: ${f##*/} printed $v result rows, want $rows"
+		grep -q 'Bidirectional BW Test' "$f" || fail "$label: ${f##*/} header lacks Bidirectional"
+		[ "$(kv "$f" bidirectional)" = 1 ] && [ "$(kv "$f" errors)" = 0 ] ||
+			fail "$label: ${f##*/}: bidirectional=$(kv "$f" bidirectional) errors=$(kv "$f" errors)"
+		v=$(kv "$f" ${tag}_tx_pkts)
+		[ -n "$v" ] && [ "$v" -ge "$n" ] || fail "$label: ${f##*/} sent ${v:-?} frames, want >= $n"
+		grep '^ check: ' "$f" | grep -qv ' OK$' &&
+			fail "$label: ${f##*/}: $(grep '^ check: ' "$f" | head -2)"
+	done
+	cmp -s <(grep -E "^ +[0-9]+ +$n " "$CLI") <(grep -E "^ +[0-9]+ +$n " "$SRV") ||
+		fail "$label: the two ends' tables differ (not the exchanged sum)"
+}
+# every size of -a, each synchronised (perftest >= 4.6: before and after)
+if pair write_bw-b-a write_bw -b -a -n 20 --check; then
+	bidir_pair write_bw-b-a 23 20
+fi
+# SENDs both ways: each end receives and counts the other's
+if pair send_bw-b send_bw -b -s 512 -n 3000 --check; then
+	bidir_pair send_bw-b 1 3000
+	[ "$(kv "$CLI" run_msgs)" = 3000 ] && [ "$(kv "$SRV" run_msgs)" = 3000 ] ||
+		fail "send_bw-b: run_msgs client $(kv "$CLI" run_msgs), server $(kv "$SRV" run_msgs)"
+fi
+
 # 64 KiB WRITEs and READs at path MTU 4096 (memif_frames: memif carries
 # more than it reports); 16 frames a message, not 64 (the rate
 # devtools/bench measures for large messages over memif)

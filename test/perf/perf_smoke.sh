@@ -127,6 +127,30 @@ run write_bw-q4 0 write_bw -s 10000 -n 200 -q 4 -m 1024 $APP &&
 	  [ -n "$l" ] && [ "$l" -ge 6480 ] && [ "$l" -le 7200 ] ||
 	  fail "write_bw-q4: s_icrc_late=$l, expected 6480..7200"; }
 run send_bw-l 0 send_bw -s 64 -n 1000 -l 4 $APP && check_bw send_bw-l 64 1000 1
+# -b (bidirectional): both ends post, each checked as sender (its data in
+# the other's memory, its completions) and, for SEND, as receiver; the
+# table's row is this end's count, its rates both directions' (perftest)
+# bidir <label> <size> <iters>: on top of check_bw
+bidir() {
+	grep -Eq '^ +[A-Z_a-z]+ (FETCH_AND_ADD )?Bidirectional BW Test$' "$LAST" ||
+		fail "$1: header does not say Bidirectional"
+	[ "$(kv "$LAST" bidirectional)" = 1 ] || fail "$1: kv line lacks bidirectional=1"
+	[ "$(kv "$LAST" run_msgs)" = "$((2 * $3))" ] ||
+		fail "$1: run_msgs=$(kv "$LAST" run_msgs), want $((2 * $3)) (both directions)"
+	[ "$(kv "$LAST" s_tx_pkts)" -ge "$3" ] ||
+		fail "$1: the server sent $(kv "$LAST" s_tx_pkts) frames, want >= $3"
+}
+run write_bw-b 0 write_bw -b -s 300 -n 1000 $APP &&
+	check_bw write_bw-b 300 1000 1 && bidir write_bw-b 300 1000
+run read_bw-b 0 read_bw -b -s 3000 -n 500 -m 1024 $APP &&
+	check_bw read_bw-b 3000 500 1 && bidir read_bw-b 3000 500
+run send_bw-b 0 send_bw -b -s 200 -n 2000 -q 2 $APP &&
+	check_bw send_bw-b 200 2000 2 && bidir send_bw-b 200 4000 &&
+	{ [ "$(kv "$LAST" recv_msgs)" = 4000 ] ||
+	  fail "send_bw-b: the server received $(kv "$LAST" recv_msgs), want 4000"; }
+run atomic_bw-b 0 atomic_bw -b -n 1000 $APP &&
+	check_bw atomic_bw-b 8 1000 1 && bidir atomic_bw-b 8 1000
+
 # latency
 run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
 run read_lat 0 read_lat -s 64 -n 500 $APP && check_lat read_lat 64 500
@@ -274,5 +298,6 @@ refused "write_bw -c UD" "RDMA Write is not supported over UD" write_bw -c UD
 refused "send_lat -c UD -s 2048 -m 1024" "Max msg size in UD is MTU 1024" send_lat -c UD -s 2048 -m 1024
 refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
 refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
+refused "write_lat -b" "Bidirectional is only available in BW test" write_lat -b
 
 finish "$RUNS runs"
