@@ -91,6 +91,8 @@ static void usage(const char *argv0)
 	printf("      --report_gbits         bandwidth in Gb/sec\n");
 	printf("      --output=<what>        bandwidth | message_rate | latency: one number only\n");
 	printf("      --use_old_post_send    post with ibv_post_send (default: the ibv_wr_* API)\n");
+	printf("      --run_infinitely       bandwidth: a row every -D seconds (default 5) until\n"
+	       "                             SIGINT/SIGTERM; then the whole run's row\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -119,7 +121,7 @@ static void usage(const char *argv0)
 enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
-	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE,
+	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
 };
 
 static int bad(const char *what, const char *arg)
@@ -177,6 +179,7 @@ static int parse_args(int argc, char **argv)
 		{ "no_info", 0, NULL, O_NO_INFO },
 		{ "retry_connect", 1, NULL, O_RETRY_CONNECT },
 		{ "use_old_post_send", 0, NULL, O_OLD_POST_SEND },
+		{ "run_infinitely", 0, NULL, O_RUN_INF },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -378,6 +381,7 @@ static int parse_args(int argc, char **argv)
 		case O_CHECK: opt.check = true; break;
 		case O_CYCLES: opt.cycles = true; break;
 		case O_OLD_POST_SEND: opt.old_post_send = true; break;
+		case O_RUN_INF: opt.run_inf = true; break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;
@@ -443,6 +447,19 @@ static int settle_opts(void)
 	}
 	if (opt.verb == V_READ || opt.verb == V_ATOMIC)
 		opt.inline_size = 0;
+	if (opt.run_inf) {
+		if (opt.tst != T_BW) {
+			fprintf(stderr, " run_infinitely exists only in BW tests for now.\n");
+			return -1;
+		}
+		if (opt.duplex && opt.verb == V_SEND) {
+			fprintf(stderr, " run_infinitely mode is not supported in SEND Bidirectional BW test\n");
+			return -1;
+		}
+		if (opt.duration <= 0)
+			opt.duration = PERF_DEF_DURATION;
+		opt.no_peak = true;
+	}
 	if (opt.duplex && opt.tst != T_BW) {
 		fprintf(stderr, " Bidirectional is only available in BW test\n");
 		return -1;
@@ -1159,6 +1176,16 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv) || settle_opts())
 		return 1;
 	srand48((long)getpid() * (long)time(NULL));
+	if (opt.run_inf) {
+		/* no SA_RESTART: a blocking read of the exchange returns;
+		 * a second signal ends the process as usual */
+		struct sigaction sa = { .sa_handler = perf_stop_handler,
+					.sa_flags = (int)SA_RESETHAND };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	if (opt.loopback) {
 		if (opt.servername) {
 			fprintf(stderr, " --loopback takes no host\n");

@@ -64,6 +64,8 @@ static int read_full(int fd, void *p, size_t len)
 	while (done < len) {
 		ssize_t n;
 
+		if (perf_stop == 1)	/* stopped while waiting, not in a run */
+			return -1;
 		if (drive_side && drive_side->app_mode) {
 			struct pollfd pfd = { .fd = fd, .events = POLLIN };
 
@@ -89,6 +91,13 @@ static int read_full(int fd, void *p, size_t len)
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+bool oob_peer_ready(void)
+{
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+
+	return sock >= 0 && poll(&pfd, 1, 0) > 0;
 }
 
 static int write_full(int fd, const void *p, size_t len)

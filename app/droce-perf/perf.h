@@ -11,6 +11,7 @@
 #ifndef DROCE_PERF_H
 #define DROCE_PERF_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@
 #define PERF_DEF_RX_SEND	512
 #define PERF_DEF_CQ_MOD		100
 #define PERF_DEF_QP_TIMEOUT	14
+#define PERF_DEF_DURATION	5	/* s: --run_infinitely's period */
 #define PERF_DEF_INLINE_WRITE	220
 #define PERF_DEF_INLINE_SEND	236
 #define PERF_MAX_SIZE		(1u << 23)	/* -a goes up to 8 MiB */
@@ -87,6 +89,7 @@ struct perf_opts {
 	enum perf_atomic atomic_type;
 	bool report_gbits;
 	bool duplex;			/* -b: both ends post, both directions */
+	bool run_inf;			/* --run_infinitely: a row every -D s */
 	bool cpu_freq_f;
 	bool no_peak;
 	bool report_cycles;		/* -C (latency) */
@@ -115,6 +118,12 @@ extern struct perf_opts opt;
 /* ------------------------------------------------------------ timing */
 
 uint64_t perf_tsc(void);
+/* SIGINT/SIGTERM (--run_infinitely), or the peer ended its run: stop
+ * posting, drain, and end the test as a timed one ends (1); 2 once a run
+ * has so ended, after which the closing exchange goes on as usual (a wait
+ * on the exchange with 1 set gives up). */
+extern volatile sig_atomic_t perf_stop;
+void perf_stop_handler(int sig);
 double perf_tsc_hz(void);
 
 /* ----------------------------------------------------- one endpoint */
@@ -257,6 +266,7 @@ void report_line(void);
 void report_bw(const struct perf_side *c, struct perf_bw_report *out);
 void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o);
 void report_bw_print(const struct perf_bw_report *r);
+void report_bw_period(uint64_t msgs, uint64_t cycles, int factor);
 int report_lat(struct perf_side *c);
 void report_per_qp(struct perf_side *c, double secs);
 void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
@@ -276,6 +286,7 @@ int oob_bw_reports(const struct perf_bw_report *mine,
 		   struct perf_bw_report *theirs, double rem_version);
 int oob_close(struct perf_dest *my, struct perf_dest *rem);
 void oob_set_drive(struct perf_side *s);
+bool oob_peer_ready(void);	/* the peer has written: it ended its run */
 extern double oob_rem_version;
 
 /* cpu.c: per-thread CPU time over a run (/proc/self/task/N/schedstat) */

@@ -215,6 +215,23 @@ void report_bw_print(const struct perf_bw_report *r)
 	fflush(stdout);
 }
 
+/* --run_infinitely: one period's row (no peak, as perftest); factor:
+ * perftest's bidirectional factor on the bytes and the rate. */
+void report_bw_period(uint64_t msgs, uint64_t cycles, int factor)
+{
+	struct perf_bw_report r;
+	double hz = perf_tsc_hz(), cyc = cycles ? (double)cycles : 1;
+	double size = (double)(opt.verb == V_ATOMIC ? PERF_ATOMIC_SIZE :
+			       run_get_size());
+
+	memset(&r, 0, sizeof(r));
+	r.size = (uint64_t)size;
+	r.iters = msgs;
+	r.bw_avg = factor * size * (double)msgs * hz / (cyc * fmt_factor());
+	r.msg_rate = factor * (double)msgs * hz / (cyc * 1e6);
+	report_bw_print(&r);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -34,6 +34,14 @@
 
 static uint64_t cur_size;
 
+volatile sig_atomic_t perf_stop;
+
+void perf_stop_handler(int sig)
+{
+	(void)sig;
+	perf_stop = 1;
+}
+
 struct perf_cycles perf_cyc;
 
 uint64_t perf_tsc(void)
@@ -55,6 +63,8 @@ struct window {
 	bool on;
 	uint64_t start, sample, stop, end;
 	uint64_t sample_t0, sample_t1;	/* actual first/last tick sampled */
+	uint64_t period, next_print;	/* --run_infinitely (TSC) */
+	uint64_t last_print, last_msgs;
 };
 
 static struct window win;
@@ -65,6 +75,15 @@ static void window_start(void)
 	double margin = opt.margin >= 0 ? opt.margin : opt.duration / 4;
 
 	memset(&win, 0, sizeof(win));
+	if (opt.run_inf) {
+		/* sampled from the start, no end but perf_stop */
+		win.on = true;
+		win.start = win.sample = win.last_print = perf_tsc();
+		win.stop = win.end = UINT64_MAX;
+		win.period = (uint64_t)(opt.duration * hz);
+		win.next_print = win.start + win.period;
+		return;
+	}
 	if (opt.duration <= 0)
 		return;
 	if (2 * margin >= opt.duration)
@@ -484,7 +503,7 @@ static int bw_client_step(struct bw_state *b)
 
 	if (b->done)
 		return 0;
-	if (time_over(now) && !b->stopping)
+	if ((time_over(now) || perf_stop) && !b->stopping)
 		b->stopping = true;
 	if (bw_client_post(b, now))
 		return -1;
@@ -626,6 +645,10 @@ static int bw_server_step(struct bw_server_state *b)
 	}
 	if (win.on && time_over(now))
 		b->done = true;
+	/* --run_infinitely: once stopped and what the local sender toward
+	 * this end sent has come in */
+	if (perf_stop && (b->client_done == NULL || *b->client_done))
+		b->done = true;
 	return 0;
 }
 
@@ -636,6 +659,34 @@ static int stalled(uint64_t last, const char *who)
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * --run_infinitely: every period, a row of what completed in it (the
+ * senders' WRs in this process, else the receives), as perftest's print
+ * thread does; a remote -b end counts its own twice (perftest's
+ * run_inf_bi_factor). A receiving end with no sender here learns that
+ * the client ended its run from the exchange's socket: the client has
+ * written its closing hand shake.
+ */
+static void inf_period(const struct bw_state *bc, int ns,
+		       const struct bw_server_state *bs, int nr)
+{
+	uint64_t now = perf_tsc(), msgs = 0;
+
+	if (now < win.next_print)
+		return;
+	for (int i = 0; i < ns; i++)
+		msgs += bc[i].totccnt;
+	for (int i = 0; ns == 0 && i < nr; i++)
+		msgs += bs[i].rcnt;
+	report_bw_period(msgs - win.last_msgs, now - win.last_print,
+			 opt.duplex && !opt.loopback ? 2 : 1);
+	win.last_msgs = msgs;
+	win.last_print = now;
+	win.next_print = now + win.period;
+	if (ns == 0 && !opt.loopback && oob_peer_ready())
+		perf_stop = 1;
 }
 
 /*
@@ -708,8 +759,12 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 		 * nothing to run: its engine answers by itself */
 		if (all_done)
 			break;
+		if (opt.run_inf)
+			inf_period(bc, ns, bs, nr);
 	}
 	ret = 0;
+	if (perf_stop)
+		perf_stop = 2;
 out:
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();

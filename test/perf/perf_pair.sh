@@ -165,6 +165,78 @@ if pair send_bw-b send_bw -b -s 512 -n 3000 --check; then
 		fail "send_bw-b: run_msgs client $(kv "$CLI" run_msgs), server $(kv "$SRV" run_msgs)"
 fi
 
+# --run_infinitely: the client prints a row every -D seconds until SIGINT,
+# then ends as a timed run ends; a send_bw server prints its own rows and
+# learns of the end from the exchange (the client's closing hand shake);
+# both exit 0. inf_pair <label> <args...>
+inf_pair() {
+	local label=$1 port sock spid cpid crc src t0
+	shift
+	RUNS=$((RUNS + 1))
+	SRV=$WORK/$RUNS.server
+	CLI=$WORK/$RUNS.client
+	sock=$WORK/memif.$RUNS.sock
+	port=$(free_port) || { fail "$label: no free TCP port"; return 1; }
+	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}s$RUNS --vdev=net_memif0,role=server,socket=$sock" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app" \
+		timeout -k 2 30 "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
+	spid=$!
+	PIDS="$PIDS $spid"
+	t0=$SECONDS
+	until port_listening "$port"; do
+		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$label: server never listened"
+			return 1
+		fi
+		sleep 0.05
+	done
+	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_memif0,role=client,socket=$sock" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app" \
+		"$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1 &
+	cpid=$!
+	PIDS="$PIDS $cpid"
+	t0=$SECONDS
+	while [ "$(grep -Ec '^ [0-9]+ +[0-9]+ +0\.00 ' "$CLI")" -lt 2 ] &&
+		kill -0 $cpid 2>/dev/null && [ $((SECONDS - t0)) -lt 15 ]; do
+		sleep 0.1
+	done
+	kill -INT $cpid 2>/dev/null
+	t0=$SECONDS
+	while kill -0 $cpid 2>/dev/null && [ $((SECONDS - t0)) -lt 10 ]; do
+		sleep 0.1
+	done
+	kill -9 $cpid 2>/dev/null && fail "$label: client still running 10 s after SIGINT"
+	wait $cpid
+	crc=$?
+	wait $spid
+	src=$?
+	rm -f "$sock"
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$label: exit codes client $crc, server $src"
+		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+# rows <file>: the #iterations of its result rows
+rows() { grep -E '^ [0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' "$1" | awk '{print $2}'; }
+if inf_pair write_bw-inf write_bw -s 64 --run_infinitely -D 0.3; then
+	n=$(rows "$CLI" | wc -l)
+	[ "$n" -ge 3 ] || fail "write_bw-inf: client printed $n rows, want 2 periods and the whole run"
+	[ "$(rows "$SRV")" = "$(rows "$CLI" | tail -n 1)" ] ||
+		fail "write_bw-inf: server row $(rows "$SRV") is not the client's last $(rows "$CLI" | tail -n 1)"
+	[ "$(kv "$CLI" msgs)" = "$(rows "$CLI" | tail -n 1)" ] && [ "$(kv "$CLI" errors)" = 0 ] ||
+		fail "write_bw-inf: client msgs=$(kv "$CLI" msgs) errors=$(kv "$CLI" errors)"
+fi
+if inf_pair send_bw-inf send_bw -s 64 --run_infinitely -D 0.3; then
+	n=$(rows "$SRV" | wc -l)
+	[ "$n" -ge 2 ] || fail "send_bw-inf: server printed $n rows, want a period and the whole run"
+	# the server gets every SEND the client counted (and the unsignalled
+	# tail it did not count)
+	[ "$(kv "$SRV" msgs)" -ge "$(kv "$CLI" msgs)" ] && [ "$(kv "$CLI" msgs)" -gt 0 ] ||
+		fail "send_bw-inf: server received $(kv "$SRV" msgs), client completed $(kv "$CLI" msgs)"
+fi
+
 # 64 KiB WRITEs and READs at path MTU 4096 (memif_frames: memif carries
 # more than it reports); 16 frames a message, not 64 (the rate
 # devtools/bench measures for large messages over memif)

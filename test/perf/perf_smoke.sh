@@ -151,6 +151,48 @@ run send_bw-b 0 send_bw -b -s 200 -n 2000 -q 2 $APP &&
 run atomic_bw-b 0 atomic_bw -b -n 1000 $APP &&
 	check_bw atomic_bw-b 8 1000 1 && bidir atomic_bw-b 8 1000
 
+# --run_infinitely: a row every -D seconds until SIGINT, then the whole
+# run's row and the usual end (--kv, --check), exit 0
+RUNS=$((RUNS + 1))
+INF=$WORK/$RUNS.out
+DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
+	--run_infinitely -D 0.2 --loopback $APP --kv --check >"$INF" 2>"$INF.err" &
+ipid=$!
+PIDS="$PIDS $ipid"
+t0=$SECONDS
+# inf_rows: the period rows so far (64 B, then #iterations)
+inf_rows() { grep -Ec '^ 64 +[0-9]+ +0\.00 ' "$INF"; }
+while [ "$(inf_rows)" -lt 3 ] && kill -0 $ipid 2>/dev/null &&
+	[ $((SECONDS - t0)) -lt 15 ]; do
+	sleep 0.1
+done
+kill -INT $ipid 2>/dev/null
+t0=$SECONDS
+while kill -0 $ipid 2>/dev/null && [ $((SECONDS - t0)) -lt 10 ]; do
+	sleep 0.1
+done
+if kill -0 $ipid 2>/dev/null; then
+	fail "run_infinitely: still running 10 s after SIGINT"
+	kill -9 $ipid 2>/dev/null
+fi
+wait $ipid
+rc=$?
+if [ $rc -ne 0 ]; then
+	fail "run_infinitely: exit code $rc after SIGINT"
+	tail -n 5 "$INF" "$INF.err" | sed 's/^/    /'
+else
+	# every period moved messages; the last row (the whole run) has at
+	# least their sum, and it is what --kv says
+	grep -E '^ 64 +[0-9]+ +0\.00 ' "$INF" | awk -v kv="$(kv "$INF" msgs)" '
+		{ n[NR] = $2 }
+		END {
+			if (NR < 4) { print "rows " NR; exit 1 }
+			for (i = 1; i < NR; i++) { if (n[i] <= 0) { print "empty period " i; exit 1 } s += n[i] }
+			if (n[NR] < s || n[NR] != kv) { print "whole run " n[NR] ", periods " s ", kv " kv; exit 1 }
+		}' >"$INF.why" || fail "run_infinitely: $(cat "$INF.why")"
+	grep -qx ' check: size 64 OK' "$INF" || fail "run_infinitely: data check did not pass"
+fi
+
 # latency
 run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
 run read_lat 0 read_lat -s 64 -n 500 $APP && check_lat read_lat 64 500
@@ -299,5 +341,7 @@ refused "send_lat -c UD -s 2048 -m 1024" "Max msg size in UD is MTU 1024" send_l
 refused "read_bw -c UC" "RDMA Read is not supported over UC" read_bw -c UC
 refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_bw -c UC
 refused "write_lat -b" "Bidirectional is only available in BW test" write_lat -b
+refused "write_lat --run_infinitely" "run_infinitely exists only in BW tests" write_lat --run_infinitely
+refused "send_bw -b --run_infinitely" "not supported in SEND Bidirectional" send_bw -b --run_infinitely
 
 finish "$RUNS runs"
