@@ -72,6 +72,7 @@ static void usage(const char *argv0)
 	printf("  -f, --margin=<sec>         duration mode: measure within margins (default D/4)\n");
 	printf("  -q, --qp=<num>             number of QPs (default 1)\n");
 	printf("  -b, --bidirectional        both ends post (bandwidth tests); figures of both directions\n");
+	printf("      --report-both          with -b: also each end's figures apart\n");
 	printf("  -t, --tx-depth=<dep>       send queue depth (default 128 bw, 1 lat)\n");
 	printf("  -r, --rx-depth=<dep>       receive queue depth (default 512 for SEND)\n");
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
@@ -122,6 +123,7 @@ enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
+	O_REPORT_BOTH,
 };
 
 static int bad(const char *what, const char *arg)
@@ -180,6 +182,7 @@ static int parse_args(int argc, char **argv)
 		{ "retry_connect", 1, NULL, O_RETRY_CONNECT },
 		{ "use_old_post_send", 0, NULL, O_OLD_POST_SEND },
 		{ "run_infinitely", 0, NULL, O_RUN_INF },
+		{ "report-both", 0, NULL, O_REPORT_BOTH },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -382,6 +385,7 @@ static int parse_args(int argc, char **argv)
 		case O_CYCLES: opt.cycles = true; break;
 		case O_OLD_POST_SEND: opt.old_post_send = true; break;
 		case O_RUN_INF: opt.run_inf = true; break;
+		case O_REPORT_BOTH: opt.report_both = true; break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;
@@ -651,12 +655,16 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 
 		report_bw(c, &r);
 		if (opt.duplex) {
-			struct perf_bw_report o;
+			struct perf_bw_report mine = r, o;
 
 			report_bw(srv, &o);
 			report_bw_add(&r, &o);
+			report_bw_print(&r);
+			if (opt.report_both && !opt.all)	/* as perftest */
+				report_bw_both(&mine, &o);
+		} else {
+			report_bw_print(&r);
 		}
-		report_bw_print(&r);
 		report_kv_bw(c, srv, &r, (double)(res->t1 - res->t0) /
 					 perf_tsc_hz());
 	} else {
@@ -904,11 +912,18 @@ static int remote_bw_size(struct perf_side *me, uint64_t size)
 		return -1;
 	report_bw(me, &r);
 	if (opt.duplex && !(opt.verb == V_SEND && opt.duration > 0)) {
+		struct perf_bw_report mine = r;
+
 		if (oob_bw_reports(&r, &theirs, oob_rem_version))
 			return -1;
 		report_bw_add(&r, &theirs);
+		report_bw_print(&r);
+		/* perftest: one size (not -a) only */
+		if (opt.report_both && !opt.all)
+			report_bw_both(&mine, &theirs);
+	} else {
+		report_bw_print(&r);
 	}
-	report_bw_print(&r);
 	res = run_result(me);
 	report_kv_bw(me, NULL, &r, (double)(res->t1 - res->t0) / perf_tsc_hz());
 	report_cycles(me, NULL);

@@ -90,6 +90,7 @@ struct perf_opts {
 	bool report_gbits;
 	bool duplex;			/* -b: both ends post, both directions */
 	bool run_inf;			/* --run_infinitely: a row every -D s */
+	bool report_both;		/* --report-both: -b's two ends apart */
 	bool cpu_freq_f;
 	bool no_peak;
 	bool report_cycles;		/* -C (latency) */
@@ -265,6 +266,8 @@ void report_lat_header(void);
 void report_line(void);
 void report_bw(const struct perf_side *c, struct perf_bw_report *out);
 void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o);
+void report_bw_both(const struct perf_bw_report *local,
+		    const struct perf_bw_report *remote);
 void report_bw_print(const struct perf_bw_report *r);
 void report_bw_period(uint64_t msgs, uint64_t cycles, int factor);
 int report_lat(struct perf_side *c);

@@ -232,6 +232,25 @@ void report_bw_period(uint64_t msgs, uint64_t cycles, int factor)
 	report_bw_print(&r);
 }
 
+/* --report-both (with -b): each end's figures under their own headers, as
+ * perftest prints them after the sum. */
+void report_bw_both(const struct perf_bw_report *local,
+		    const struct perf_bw_report *remote)
+{
+	if (!full())
+		return;
+	printf(RESULT_LINE);
+	printf("\n Local results: \n");
+	printf(RESULT_LINE);
+	printf("%s\n", opt.report_gbits ? RESULT_FMT_G : RESULT_FMT);
+	report_bw_print(local);
+	printf(RESULT_LINE);
+	printf("\n Remote results: \n");
+	printf(RESULT_LINE);
+	printf("%s\n", opt.report_gbits ? RESULT_FMT_G : RESULT_FMT);
+	report_bw_print(remote);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

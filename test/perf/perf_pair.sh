@@ -136,12 +136,18 @@ fi
 
 # -b: both ends post; each prints the sum of both directions' figures
 # after perftest's report exchange, so the two tables must be the same.
+# sum_rows <file> <msgs per row>: the result rows, not those under
+# --report-both's "Local results" and "Remote results"
+sum_rows() {
+	awk -v n="$2" '/^ Local results: $/ { exit }
+		$2 == n && /^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/' "$1"
+}
 # bidir_pair <label> <rows> <msgs per row>: after pair
 bidir_pair() {
 	local label=$1 rows=$2 n=$3 f tag v
 	for f in "$CLI" "$SRV"; do
 		tag=c; [ "$f" = "$SRV" ] && tag=s
-		v=$(grep -Ec "^ +[0-9]+ +$n +[0-9.]+ +[0-9.]+" "$f")
+		v=$(sum_rows "$f" "$n" | wc -l)
 		[ "$v" = "$rows" ] || fail "$label: ${f##*/} printed $v result rows, want $rows"
 		grep -q 'Bidirectional BW Test' "$f" || fail "$label: ${f##*/} header lacks Bidirectional"
 		[ "$(kv "$f" bidirectional)" = 1 ] && [ "$(kv "$f" errors)" = 0 ] ||
@@ -151,16 +157,25 @@ bidir_pair() {
 		grep '^ check: ' "$f" | grep -qv ' OK$' &&
 			fail "$label: ${f##*/}: $(grep '^ check: ' "$f" | head -2)"
 	done
-	cmp -s <(grep -E "^ +[0-9]+ +$n " "$CLI") <(grep -E "^ +[0-9]+ +$n " "$SRV") ||
+	cmp -s <(sum_rows "$CLI" "$n") <(sum_rows "$SRV" "$n") ||
 		fail "$label: the two ends' tables differ (not the exchanged sum)"
+}
+# both_row <file> <Local|Remote>: the row under --report-both's header
+both_row() {
+	awk -v h=" $2 results: " '$0 == h { f = 1 } f && /^ +[0-9]+ +[0-9]+ / { print; exit }' "$1"
 }
 # every size of -a, each synchronised (perftest >= 4.6: before and after)
 if pair write_bw-b-a write_bw -b -a -n 20 --check; then
 	bidir_pair write_bw-b-a 23 20
 fi
 # SENDs both ways: each end receives and counts the other's
-if pair send_bw-b send_bw -b -s 512 -n 3000 --check; then
+if pair send_bw-b send_bw -b -s 512 -n 3000 --check --report-both; then
 	bidir_pair send_bw-b 1 3000
+	# --report-both: each end's own row is the other's remote one
+	[ -n "$(both_row "$CLI" Local)" ] &&
+	[ "$(both_row "$CLI" Local)" = "$(both_row "$SRV" Remote)" ] &&
+	[ "$(both_row "$SRV" Local)" = "$(both_row "$CLI" Remote)" ] ||
+		fail "send_bw-b --report-both: client local '$(both_row "$CLI" Local)' remote '$(both_row "$CLI" Remote)', server local '$(both_row "$SRV" Local)' remote '$(both_row "$SRV" Remote)'"
 	[ "$(kv "$CLI" run_msgs)" = 3000 ] && [ "$(kv "$SRV" run_msgs)" = 3000 ] ||
 		fail "send_bw-b: run_msgs client $(kv "$CLI" run_msgs), server $(kv "$SRV" run_msgs)"
 fi
@@ -196,8 +211,12 @@ inf_pair() {
 	cpid=$!
 	PIDS="$PIDS $cpid"
 	t0=$SECONDS
-	while [ "$(grep -Ec '^ [0-9]+ +[0-9]+ +0\.00 ' "$CLI")" -lt 2 ] &&
-		kill -0 $cpid 2>/dev/null && [ $((SECONDS - t0)) -lt 15 ]; do
+	# (the client's output file may not exist yet: the forked shell opens
+	# it; a count that fails is 0, or the SIGINT would come before the
+	# program installs its handler and be ignored, as a background job's)
+	while n=$(grep -Ecs '^ [0-9]+ +[0-9]+ +0\.00 ' "$CLI")
+		[ "${n:-0}" -lt 2 ] && kill -0 $cpid 2>/dev/null &&
+		[ $((SECONDS - t0)) -lt 15 ]; do
 		sleep 0.1
 	done
 	kill -INT $cpid 2>/dev/null

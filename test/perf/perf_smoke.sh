@@ -140,8 +140,14 @@ bidir() {
 	[ "$(kv "$LAST" s_tx_pkts)" -ge "$3" ] ||
 		fail "$1: the server sent $(kv "$LAST" s_tx_pkts) frames, want >= $3"
 }
-run write_bw-b 0 write_bw -b -s 300 -n 1000 $APP &&
-	check_bw write_bw-b 300 1000 1 && bidir write_bw-b 300 1000
+run write_bw-b 0 write_bw -b -s 300 -n 1000 --report-both $APP &&
+	check_bw write_bw-b 300 1000 1 && bidir write_bw-b 300 1000 &&
+	{ # --report-both: the sum's row, then the local and the remote one,
+	  # whose rates add up to it
+	  grep -q '^ Local results: $' "$LAST" && grep -q '^ Remote results: $' "$LAST" &&
+	  grep -E '^ 300 +1000 ' "$LAST" | awk '{ r[NR] = $5 }
+		END { d = r[1] - r[2] - r[3]; exit !(NR == 3 && d < 2e-6 && d > -2e-6) }' ||
+	  fail "write_bw-b --report-both: not a sum row then local and remote rows that add up: $(grep -E '^ 300 ' "$LAST" | tr '\n' '|')"; }
 run read_bw-b 0 read_bw -b -s 3000 -n 500 -m 1024 $APP &&
 	check_bw read_bw-b 3000 500 1 && bidir read_bw-b 3000 500
 run send_bw-b 0 send_bw -b -s 200 -n 2000 -q 2 $APP &&
@@ -160,8 +166,10 @@ DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
 ipid=$!
 PIDS="$PIDS $ipid"
 t0=$SECONDS
-# inf_rows: the period rows so far (64 B, then #iterations)
-inf_rows() { grep -Ec '^ 64 +[0-9]+ +0\.00 ' "$INF"; }
+# inf_rows: the period rows so far (64 B, then #iterations); 0 while the
+# output file is not there yet (a SIGINT before the program installs its
+# handler would be ignored, as by any background job of a script)
+inf_rows() { local n; n=$(grep -Ecs '^ 64 +[0-9]+ +0\.00 ' "$INF"); echo "${n:-0}"; }
 while [ "$(inf_rows)" -lt 3 ] && kill -0 $ipid 2>/dev/null &&
 	[ $((SECONDS - t0)) -lt 15 ]; do
 	sleep 0.1
