@@ -655,17 +655,24 @@ int eth_engine_attach(struct droce_dev *dev)
 		/* The engine reads devs[] up to nb_devs; publish the slot first. */
 		eng->devs[eng->nb_devs] = dev;
 		__atomic_store_n(&eng->nb_devs, eng->nb_devs + 1, __ATOMIC_RELEASE);
+	} else if (lcore < 0) {
+		/* The keeper thread and other threads' verbs calls may be
+		 * running this engine already (another device's): they do so
+		 * under app_lock, and must not see nb_devs count a slot that
+		 * is still empty (UBSan caught the keeper doing that). */
+		rte_spinlock_lock(&eng->app_lock);
+		eng->devs[eng->nb_devs] = dev;
+		__atomic_store_n(&eng->nb_devs, eng->nb_devs + 1, __ATOMIC_RELEASE);
+		rte_spinlock_unlock(&eng->app_lock);
 	} else {
 		eng->devs[eng->nb_devs++] = dev;
-		if (lcore >= 0) {
-			eng->stop = false;
-			ret = rte_eal_remote_launch(engine_main, eng, (unsigned)lcore);
-			if (ret) {
-				eng->nb_devs--;
-				goto out;
-			}
-			eng->launched = true;
+		eng->stop = false;
+		ret = rte_eal_remote_launch(engine_main, eng, (unsigned)lcore);
+		if (ret) {
+			eng->nb_devs--;
+			goto out;
 		}
+		eng->launched = true;
 	}
 out:
 	pthread_mutex_unlock(&eng_lock);
