@@ -16,6 +16,9 @@
 #   need_two_cores <why>: exits 77 on one core
 #   port_listening <port>, free_port, eal_mem_hugepages <MB>
 #       (test/common/test_lib.sh)
+#   interrupt_after_rows <pid> <file> <regex> <n> <label>: SIGINT to pid
+#       once file has n lines matching regex (15 s at most), then up to
+#       10 s for it to end (else fail and SIGKILL); pid is not reaped
 #   finish <what was run>: the summary line and the exit code
 
 set -u
@@ -64,6 +67,28 @@ need_two_cores() {
 # port_listening, free_port, eal_mem_hugepages
 # shellcheck source=test/common/test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../common/test_lib.sh"
+
+interrupt_after_rows() {
+	local pid=$1 file=$2 re=$3 want=$4 label=$5 n t0=$SECONDS
+
+	# a count that fails is 0: the output file may not exist yet (the
+	# forked shell opens it), and a SIGINT before the program installs its
+	# handler would be ignored, as by any background job of a script
+	while n=$(grep -Ecs "$re" "$file")
+		[ "${n:-0}" -lt "$want" ] && kill -0 "$pid" 2>/dev/null &&
+		[ $((SECONDS - t0)) -lt 15 ]; do
+		sleep 0.1
+	done
+	kill -INT "$pid" 2>/dev/null
+	t0=$SECONDS
+	while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - t0)) -lt 10 ]; do
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "$label: still running 10 s after SIGINT"
+		kill -9 "$pid" 2>/dev/null
+	fi
+}
 
 finish() {
 	echo "$*, $FAILS failure(s), $((SECONDS - START)) s"

@@ -22,13 +22,30 @@ need_two_cores "two processes, one busy thread each, need two cores"
 EAL_MEM="--no-huge -m 256"
 RUNS=0
 
-# pair <label> <args...>: server (core 0) and client (core 1); their
-# outputs in $SRV and $CLI. Fails when either exits non-zero. MEMIF_X and
-# DEV_X: more memif vdev and droce device arguments.
+# pair_end <label> <client exit code>: reaps the server ($spid of the
+# caller), removes its socket ($sock); fails unless both exited 0
+pair_end() {
+	local src
+
+	wait $spid
+	src=$?
+	rm -f "$sock"
+	if [ "$2" -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$1: exit codes client $2, server $src"
+		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# pair_server <label> <args...>: a new run: its server started on core 0
+# and listening. Sets SRV and CLI (the two ends' outputs), spid, sock (the
+# memif socket), port (the TCP port) and left (the seconds a process may
+# take). MEMIF_X and DEV_X: more memif vdev and droce device arguments.
 MEMIF_X=
 DEV_X=
-pair() {
-	local label=$1 port sock spid crc src left t0
+pair_server() {
+	local label=$1 t0
 	shift
 	RUNS=$((RUNS + 1))
 	SRV=$WORK/$RUNS.server
@@ -57,19 +74,24 @@ pair() {
 		fi
 		sleep 0.05
 	done
-	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_memif0,role=client,socket=$sock$MEMIF_X" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app,cycles=1$DEV_X" \
+}
+
+# CLIENT_EAL, CLIENT_DEV: the client's environment (core 1)
+client_env() {
+	CLIENT_EAL="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_memif0,role=client,socket=$sock$MEMIF_X"
+	CLIENT_DEV="port=net_memif0,ip=198.18.0.2,lcore=app,cycles=1$DEV_X"
+}
+
+# pair <label> <args...>: server (core 0) and client (core 1); their
+# outputs in $SRV and $CLI. Fails when either exits non-zero.
+pair() {
+	local label=$1
+	shift
+	pair_server "$label" "$@" || return 1
+	client_env
+	DROCE_EAL_ARGS=$CLIENT_EAL DROCE_DEVICES=$CLIENT_DEV \
 		timeout -k 2 "$left" "$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1
-	crc=$?
-	wait $spid
-	src=$?
-	rm -f "$sock"
-	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-		fail "$label: exit codes client $crc, server $src"
-		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
-		return 1
-	fi
-	return 0
+	pair_end "$label" $?
 }
 
 # kv <file> <key>: the value of key= on the DROCE_PERF line
@@ -185,57 +207,17 @@ fi
 # learns of the end from the exchange (the client's closing hand shake);
 # both exit 0. inf_pair <label> <args...>
 inf_pair() {
-	local label=$1 port sock spid cpid crc src t0
+	local label=$1 cpid
 	shift
-	RUNS=$((RUNS + 1))
-	SRV=$WORK/$RUNS.server
-	CLI=$WORK/$RUNS.client
-	sock=$WORK/memif.$RUNS.sock
-	port=$(free_port) || { fail "$label: no free TCP port"; return 1; }
-	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}s$RUNS --vdev=net_memif0,role=server,socket=$sock" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app" \
-		timeout -k 2 30 "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
-	spid=$!
-	PIDS="$PIDS $spid"
-	t0=$SECONDS
-	until port_listening "$port"; do
-		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
-			fail "$label: server never listened"
-			return 1
-		fi
-		sleep 0.05
-	done
-	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_memif0,role=client,socket=$sock" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app" \
+	pair_server "$label" "$@" || return 1
+	client_env
+	DROCE_EAL_ARGS=$CLIENT_EAL DROCE_DEVICES=$CLIENT_DEV \
 		"$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1 &
 	cpid=$!
 	PIDS="$PIDS $cpid"
-	t0=$SECONDS
-	# (the client's output file may not exist yet: the forked shell opens
-	# it; a count that fails is 0, or the SIGINT would come before the
-	# program installs its handler and be ignored, as a background job's)
-	while n=$(grep -Ecs '^ [0-9]+ +[0-9]+ +0\.00 ' "$CLI")
-		[ "${n:-0}" -lt 2 ] && kill -0 $cpid 2>/dev/null &&
-		[ $((SECONDS - t0)) -lt 15 ]; do
-		sleep 0.1
-	done
-	kill -INT $cpid 2>/dev/null
-	t0=$SECONDS
-	while kill -0 $cpid 2>/dev/null && [ $((SECONDS - t0)) -lt 10 ]; do
-		sleep 0.1
-	done
-	kill -9 $cpid 2>/dev/null && fail "$label: client still running 10 s after SIGINT"
+	interrupt_after_rows $cpid "$CLI" '^ [0-9]+ +[0-9]+ +0\.00 ' 2 "$label: client"
 	wait $cpid
-	crc=$?
-	wait $spid
-	src=$?
-	rm -f "$sock"
-	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-		fail "$label: exit codes client $crc, server $src"
-		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
-		return 1
-	fi
-	return 0
+	pair_end "$label" $?
 }
 # rows <file>: the #iterations of its result rows
 rows() { grep -E '^ [0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' "$1" | awk '{print $2}'; }

@@ -165,24 +165,7 @@ DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
 	--run_infinitely -D 0.2 --loopback $APP --kv --check >"$INF" 2>"$INF.err" &
 ipid=$!
 PIDS="$PIDS $ipid"
-t0=$SECONDS
-# inf_rows: the period rows so far (64 B, then #iterations); 0 while the
-# output file is not there yet (a SIGINT before the program installs its
-# handler would be ignored, as by any background job of a script)
-inf_rows() { local n; n=$(grep -Ecs '^ 64 +[0-9]+ +0\.00 ' "$INF"); echo "${n:-0}"; }
-while [ "$(inf_rows)" -lt 3 ] && kill -0 $ipid 2>/dev/null &&
-	[ $((SECONDS - t0)) -lt 15 ]; do
-	sleep 0.1
-done
-kill -INT $ipid 2>/dev/null
-t0=$SECONDS
-while kill -0 $ipid 2>/dev/null && [ $((SECONDS - t0)) -lt 10 ]; do
-	sleep 0.1
-done
-if kill -0 $ipid 2>/dev/null; then
-	fail "run_infinitely: still running 10 s after SIGINT"
-	kill -9 $ipid 2>/dev/null
-fi
+interrupt_after_rows $ipid "$INF" '^ 64 +[0-9]+ +0\.00 ' 3 run_infinitely
 wait $ipid
 rc=$?
 if [ $rc -ne 0 ]; then
