@@ -6,6 +6,13 @@
  * with solicited_only a solicited or error one), disarms it, queues the CQ
  * on its channel and writes the eventfd. That write is the engine's one
  * system call, and only while the application waits.
+ *
+ * An armed CQ counts as a waiter (droce_drv->app_waiting), like a thread
+ * in ibv_get_cq_event: a program may sleep in poll(2) or epoll on the fd
+ * instead, where droce cannot see it, and an app-driven engine's keeper
+ * then turns every ETH_KEEPER_WAIT_US instead of every millisecond. Each
+ * side counts its own transition: arming (disarmed -> armed) +1, the
+ * engine's disarm at the event or the CQ's destruction -1.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -92,6 +99,7 @@ void droce_cq_event(struct droce_cq *cq, const struct droce_cqe *e)
 					 __ATOMIC_RELAXED))
 		return;
 	cq->since_arm = 0;
+	droce_drv->app_waiting(cq->dev, -1);
 	ch = chan_of(cq->cq.channel);
 	rte_ring_mp_enqueue(ch->pending, cq);
 	if (write(ch->ibv.fd, &one, sizeof(one)) != sizeof(one))
@@ -101,11 +109,15 @@ void droce_cq_event(struct droce_cq *cq, const struct droce_cqe *e)
 int droce_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct droce_cq *cq = droce_cq_of(ibcq);
+	uint8_t old;
 
 	if (ibcq->channel == NULL)
 		return 0;	/* nothing to notify; as mlx5, not an error */
-	__atomic_store_n(&cq->armed, solicited_only ? DROCE_CQ_ARM_SOLICITED :
-			 DROCE_CQ_ARM_ANY, __ATOMIC_RELEASE);
+	old = __atomic_exchange_n(&cq->armed, solicited_only ?
+				  DROCE_CQ_ARM_SOLICITED : DROCE_CQ_ARM_ANY,
+				  __ATOMIC_ACQ_REL);
+	if (old == DROCE_CQ_DISARMED)
+		droce_drv->app_waiting(cq->dev, 1);
 	return 0;
 }
 

@@ -329,7 +329,9 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	dev = cq->dev;
 	if (__atomic_load_n(&cq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	__atomic_store_n(&cq->armed, DROCE_CQ_DISARMED, __ATOMIC_RELEASE);
+	if (__atomic_exchange_n(&cq->armed, DROCE_CQ_DISARMED,
+				__ATOMIC_ACQ_REL) != DROCE_CQ_DISARMED)
+		droce_drv->app_waiting(dev, -1);	/* rdma_channel.c */
 	droce_drv->exec(dev, sync_noop, NULL);
 	droce_async_forget(ibcq->context, ibcq);
 	droce_async_wait_acked(&cq->async_delivered,

@@ -106,6 +106,15 @@ static bool event_within(struct ibv_comp_channel *ch, int ms)
 	return poll(&pfd, 1, ms) == 1;
 }
 
+/* eng_waiters of B's engine: threads in ibv_get_cq_event plus armed CQs */
+static uint64_t waiters(void)
+{
+	struct droce_dev_stats st;
+
+	CHECK_OK(droce_dev_stats_get(B->ctx, &st));
+	return st.eng_waiters;
+}
+
 struct sleeper {
 	struct ibv_comp_channel *ch;
 	struct ibv_cq *cq;
@@ -134,14 +143,21 @@ static void channels(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
 
 	pair_open(&p, true);
 	post_recvs(&p, abuf, bmr, 8);
-	/* 1. A thread asleep in ibv_get_cq_event wakes for the completion. */
+	/* 1. A thread asleep in ibv_get_cq_event wakes for the completion.
+	 * An armed CQ counts as a waiter (a program may sleep in poll(2) on
+	 * the fd) until its event; arming it again counts it once. */
+	CHECK_EQ(waiters(), 0);
 	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 0));
+	CHECK_EQ(waiters(), 1);
+	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 0));
+	CHECK_EQ(waiters(), 1);
 	sl.ch = p.ch;
 	CHECK_OK(pthread_create(&th, NULL, sleeper_main, &sl));
 	send_n(&p, abuf, amr, 1, false);
 	CHECK_OK(pthread_join(th, NULL));
 	CHECK_EQ(sl.ret, 0);
 	CHECK(sl.cq == p.rb.cq && sl.ctx == (void *)0x1234);
+	CHECK_EQ(waiters(), 0);
 	ibv_ack_cq_events(sl.cq, 1);
 	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 1);
 	/* 2. Not armed: no event. */
@@ -152,8 +168,10 @@ static void channels(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
 	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 1));
 	send_n(&p, abuf, amr, 1, false);
 	CHECK(!event_within(p.ch, 100));
+	CHECK_EQ(waiters(), 1);
 	send_n(&p, abuf, amr, 1, true);
 	CHECK(event_within(p.ch, 2000));
+	CHECK_EQ(waiters(), 0);
 	CHECK_OK(ibv_get_cq_event(p.ch, &cq, &ctx));
 	ibv_ack_cq_events(cq, 1);
 	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 2);
@@ -167,8 +185,12 @@ static void channels(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)
 	CHECK_OK(ibv_get_cq_event(p.ch, &cq, &ctx));
 	ibv_ack_cq_events(cq, 1);
 	CHECK_EQ(ibv_poll_cq(p.rb.cq, 8, wc), 3);
+	/* 5. A CQ destroyed armed is no waiter any more. */
+	CHECK_OK(ibv_req_notify_cq(p.rb.cq, 0));
+	CHECK_EQ(waiters(), 1);
 	pair_close(&p);
-	printf("completion channels: blocking wake-up, unarmed, solicited-only, moderation: ok\n");
+	CHECK_EQ(waiters(), 0);
+	printf("completion channels: blocking wake-up, unarmed, solicited-only, moderation, armed CQs as waiters: ok\n");
 }
 
 static void resize(uint8_t *abuf, struct ibv_mr *amr, struct ibv_mr *bmr)

@@ -551,6 +551,7 @@ static void *keeper_main(void *arg)
 {
 	struct droce_engine *eng = arg;
 	uint64_t quiet = eng->tsc_hz / 1000000 * ETH_KEEPER_US;
+	uint64_t quiet_waiting = eng->tsc_hz / 1000000 * ETH_KEEPER_WAIT_US;
 	struct timespec slow = { 0, ETH_KEEPER_US * 1000 };
 	struct timespec fast = { 0, ETH_KEEPER_WAIT_US * 1000 };
 
@@ -558,8 +559,12 @@ static void *keeper_main(void *arg)
 		bool waiting = eng->app_waiters != 0;
 
 		nanosleep(waiting ? &fast : &slow, NULL);
-		if (!waiting && eth_now() - eng->last_drive_tsc < quiet)
-			continue;	/* the application is polling */
+		/* An application that polls drives the engine itself; one
+		 * that waits for an event (or may: a CQ is armed) is driven
+		 * by the keeper once its verbs calls stop for a short while. */
+		if (eth_now() - eng->last_drive_tsc < (waiting ? quiet_waiting :
+								 quiet))
+			continue;
 		if (!rte_spinlock_trylock(&eng->app_lock))
 			continue;
 		/* Bounded: a few iterations, then sleep again. */
@@ -786,6 +791,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 		return;
 	st->eng_loops = eng->loops;
 	st->eng_busy_loops = eng->busy_loops;
+	st->eng_waiters = eng->app_waiters;
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;

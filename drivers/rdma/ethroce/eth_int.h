@@ -33,7 +33,8 @@
 #define ETH_ARP_POLL_US		1000
 #define ETH_LINK_CHECK_MS	100
 #define ETH_KEEPER_US		1000
-#define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event */
+#define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event
+					 * or a CQ is armed for one */
 #define ETH_ARP_RETRY_MS	100
 /* An iteration later than this beyond any sleep the engine chose is a
  * stall: its thread was not running (descheduled, a paused VM). The app
@@ -82,7 +83,7 @@ struct droce_engine {
 	bool keeper_running;
 	volatile bool keeper_stop;
 	volatile uint64_t last_drive_tsc;
-	volatile uint32_t app_waiters;	/* threads asleep on an event */
+	volatile uint32_t app_waiters;	/* threads asleep on an event, CQs armed */
 	uint32_t idle_us;
 	bool backlog;			/* a transmit queue was backed up last iteration */
 	/* Stalls (ETH_STALL_US): the time this engine could not listen. A
