@@ -77,6 +77,7 @@ static void usage(const char *argv0)
 	printf("  -r, --rx-depth=<dep>       receive queue depth (default 512 for SEND)\n");
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
 	printf("  -Q, --cq-mod=<n>           a completion every <n> WRs (default 100)\n");
+	printf("  -e, --events               sleep on CQ events (default poll); not WRITE, not -D\n");
 	printf("  -I, --inline_size=<size>   max inline size (default 0; latency: 220 WRITE, 236 SEND)\n");
 	printf("  -c, --connection=<type>    RC (default), UC or UD (XRC/DC/SRD: not supported)\n");
 	printf("  -x, --gid-index=<index>    local GID index (default 1: droce's IPv4 GID)\n");
@@ -261,8 +262,8 @@ static int parse_args(int argc, char **argv)
 			opt.nqps = (int)v;
 			break;
 		case 'e':
-			fprintf(stderr, " -e (events): droce has no completion channels; poll mode only\n");
-			return -1;
+			opt.use_event = true;
+			break;
 		case 'I':
 			if (parse_num(optarg, 0, 4096, &v))
 				return bad("inline size", optarg);
@@ -464,6 +465,21 @@ static int settle_opts(void)
 			opt.duration = PERF_DEF_DURATION;
 		opt.no_peak = true;
 	}
+	/* perftest 4.5's limits of -e */
+	if (opt.use_event) {
+		if (opt.verb == V_WRITE) {
+			fprintf(stderr, " Events feature not available on WRITE verb\n");
+			return -1;
+		}
+		if (opt.run_inf) {
+			fprintf(stderr, " run_infinitely does not support events feature yet.\n");
+			return -1;
+		}
+		if (opt.duration > 0) {
+			fprintf(stderr, " Duration mode doesn't work with events.\n");
+			return -1;
+		}
+	}
 	if (opt.duplex && opt.tst != T_BW) {
 		fprintf(stderr, " Bidirectional is only available in BW test\n");
 		return -1;
@@ -498,7 +514,9 @@ static int settle_opts(void)
 		if (opt.tx_depth < opt.post_list)
 			opt.tx_depth = opt.post_list;
 	}
-	if (opt.size > PERF_CQ_MOD_SIZE_LIMIT && !opt.all && !opt.cq_mod_set)
+	/* (not with -e: perftest keeps the moderation, fewer events) */
+	if (opt.size > PERF_CQ_MOD_SIZE_LIMIT && !opt.all && !opt.cq_mod_set &&
+	    !opt.use_event)
 		opt.cq_mod = 1;
 	if (opt.cq_mod > opt.tx_depth)
 		opt.cq_mod = opt.tx_depth;
@@ -628,6 +646,7 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 	run_set_size(size);
 	memset(&perf_cyc, 0, sizeof(perf_cyc));
 	perf_post_enomem = 0;
+	perf_events = 0;
 	if (opt.verb == V_ATOMIC) {
 		atomic_prepare(c, srv);
 		if (opt.duplex)
@@ -901,6 +920,7 @@ static int remote_bw_size(struct perf_side *me, uint64_t size)
 	run_set_size(size);
 	memset(&perf_cyc, 0, sizeof(perf_cyc));
 	perf_post_enomem = 0;
+	perf_events = 0;
 	if (opt.verb == V_ATOMIC && side_sends(me))
 		atomic_prepare(me, NULL);	/* our fetched word */
 	stats_get(me, &me->ds0);
@@ -1020,6 +1040,7 @@ static int remote_lat_size(struct perf_side *me, uint64_t size)
 	run_set_size(size);
 	memset(&perf_cyc, 0, sizeof(perf_cyc));
 	perf_post_enomem = 0;
+	perf_events = 0;
 	stats_get(me, &me->ds0);
 	if (run_lat(client ? me : NULL, client ? NULL : me))
 		return -1;

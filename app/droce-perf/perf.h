@@ -97,7 +97,7 @@ struct perf_opts {
 	bool report_hist;		/* -H */
 	bool report_unsorted;		/* -U */
 	int output;			/* enum perf_output */
-	bool use_event;
+	bool use_event;			/* -e: sleep on CQ events */
 	bool old_post_send;		/* --use_old_post_send: ibv_post_send */
 	/* droce-perf's own */
 	bool loopback;
@@ -175,6 +175,7 @@ struct perf_side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	struct ibv_comp_channel *ch;	/* -e: both CQs report to it */
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
 	struct ibv_qp **qp;
@@ -312,6 +313,7 @@ struct perf_cycles {
 };
 extern struct perf_cycles perf_cyc;
 extern uint64_t perf_post_enomem;
+extern uint64_t perf_events;	/* -e: CQ events taken over the run */
 
 static inline const char *verb_str(enum perf_verb v)
 {

@@ -61,6 +61,9 @@ void report_test_info(const struct perf_side *s)
 		printf("Latency ");
 	}
 	printf("Test\n");
+	if (opt.use_event)
+		printf(" Test with events. Using %s_comp0\n",
+		       ibv_get_device_name(s->ctx->device));
 	printf(" Dual-port       : OFF\t\tDevice         : %s\n",
 	       ibv_get_device_name(s->ctx->device));
 	printf(" Number of qps   : %d\t\tTransport type : IB\n", opt.nqps);
@@ -503,6 +506,8 @@ void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
 	       opt.report_gbits ? r->bw_avg * 125000000.0 / 0x100000 : r->bw_avg,
 	       r->bw_peak, (c ? c->errors : 0) + (srv ? srv->errors : 0));
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (opt.use_event)
+		printf(" events=%" PRIu64, perf_events);
 	if (opt.duplex)	/* rates: both directions; msgs, bytes: this end's */
 		printf(" bidirectional=1");
 	if (srv && opt.verb == V_SEND)	/* what the receiving end counted */
@@ -536,6 +541,8 @@ void report_kv_lat(const struct perf_side *c, const struct perf_side *srv)
 	       lat_last.p999, lat_last.rtt_med,
 	       (c ? c->errors : 0) + (srv ? srv->errors : 0));
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (opt.use_event)
+		printf(" events=%" PRIu64, perf_events);
 	kv_cpu(c, srv);
 	if (c)
 		kv_stats(c, "c");

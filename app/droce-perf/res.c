@@ -157,21 +157,35 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		uint64_t sdepth = side_sends(s) ? (uint64_t)n * opt.tx_depth : 16;
 		uint64_t rdepth = side_recvs(s) ? (uint64_t)n * opt.rx_depth : 16;
 
+		if (opt.use_event) {
+			s->ch = ibv_create_comp_channel(s->ctx);
+			if (s->ch == NULL) {
+				PERF_ERR("Couldn't create completion channel\n");
+				return -1;
+			}
+		}
 		s->scq = ibv_create_cq(s->ctx, (int)cq_size(sdepth, &da), NULL,
-				       NULL, 0);
+				       s->ch, 0);
 		if (s->scq == NULL) {
 			PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 			return -1;
 		}
 		if (opt.verb == V_SEND) {
 			s->rcq = ibv_create_cq(s->ctx, (int)cq_size(rdepth, &da),
-					       NULL, NULL, 0);
+					       NULL, s->ch, 0);
 			if (s->rcq == NULL) {
 				PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 				return -1;
 			}
 		} else {
 			s->rcq = s->scq;
+		}
+		/* armed once here, then again at each event (run.c) */
+		if (opt.use_event && (ibv_req_notify_cq(s->scq, 0) ||
+				      (s->rcq != s->scq &&
+				       ibv_req_notify_cq(s->rcq, 0)))) {
+			PERF_ERR("Couldn't request CQ notification\n");
+			return -1;
 		}
 	}
 
@@ -344,6 +358,8 @@ void side_close(struct perf_side *s)
 		ibv_destroy_cq(s->rcq);
 	if (s->scq)
 		ibv_destroy_cq(s->scq);
+	if (s->ch)
+		ibv_destroy_comp_channel(s->ch);
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
 	if (s->pd)

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,18 +207,82 @@ static inline int do_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
 	return ret;
 }
 
+/* completions polled so far: a loop turn that polled none may sleep (-e) */
+static uint64_t polled_total;
+
 static inline int do_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	int ret;
 
-	if (!opt.cycles)
-		return ibv_poll_cq(cq, n, wc);
-	uint64_t t0 = perf_tsc();
+	if (!opt.cycles) {
+		ret = ibv_poll_cq(cq, n, wc);
+	} else {
+		uint64_t t0 = perf_tsc();
 
-	ret = ibv_poll_cq(cq, n, wc);
-	perf_cyc.poll += perf_tsc() - t0;
-	perf_cyc.polls++;
+		ret = ibv_poll_cq(cq, n, wc);
+		perf_cyc.poll += perf_tsc() - t0;
+		perf_cyc.polls++;
+	}
+	if (ret > 0)
+		polled_total += (uint64_t)ret;
 	return ret;
+}
+
+/*
+ * -e: sleep until a CQ of these ends has an event; take it, ack it and arm
+ * that CQ again, as perftest's ctx_notify_events. The loops call this only
+ * after a turn that polled nothing, and poll after it: a CQE that came
+ * before the new arm is found by that poll, one that came after it raises
+ * an event, so nothing is slept through. One thread may run both ends
+ * (loopback), hence poll(2) on every channel, not a blocking
+ * ibv_get_cq_event on one; and a bounded sleep, so that the stall, quiet
+ * and --run_infinitely checks still run.
+ */
+#define EVENT_WAIT_MS	20
+uint64_t perf_events;
+
+static int events_wait(struct perf_side *const *sides, int n)
+{
+	struct pollfd pfd[2];
+
+	for (int i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = sides[i]->ch->fd,
+					  .events = POLLIN };
+	if (poll(pfd, (nfds_t)n, EVENT_WAIT_MS) < 0)
+		return errno == EINTR ? 0 : -1;
+	for (int i = 0; i < n; i++) {
+		struct ibv_cq *cq;
+		void *cq_ctx;
+
+		if (!(pfd[i].revents & POLLIN))
+			continue;
+		if (ibv_get_cq_event(sides[i]->ch, &cq, &cq_ctx)) {
+			PERF_ERR("Failed to get cq_event\n");
+			return -1;
+		}
+		ibv_ack_cq_events(cq, 1);
+		perf_events++;
+		if (ibv_req_notify_cq(cq, 0)) {
+			PERF_ERR("Couldn't request CQ notification\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The distinct ends among a and b that have a channel (-e). */
+static int event_sides(struct perf_side *a, struct perf_side *b,
+		       struct perf_side *out[2])
+{
+	int n = 0;
+
+	if (!opt.use_event)
+		return 0;
+	if (a)
+		out[n++] = a;
+	if (b && b != a)
+		out[n++] = b;
+	return n;
 }
 
 static void comp_error(struct perf_side *s, const struct ibv_wc *wc,
@@ -699,8 +764,8 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 {
 	struct bw_state bc[2];
 	struct bw_server_state bs[2];
-	struct perf_side *snd[2], *rcv[2];
-	int ns = 0, nr = 0, ret = -1;
+	struct perf_side *snd[2], *rcv[2], *ev[2];
+	int ns = 0, nr = 0, nev = event_sides(c, srv, ev), ret = -1;
 	uint64_t t_begin;
 
 	if (c)
@@ -736,6 +801,7 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 	cpu_start();
 	for (;;) {
 		bool all_done = true;
+		uint64_t polled = polled_total;
 
 		for (int i = 0; i < ns; i++) {
 			if (bc[i].done)
@@ -761,6 +827,8 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 			break;
 		if (opt.run_inf)
 			inf_period(bc, ns, bs, nr);
+		if (nev && polled_total == polled && events_wait(ev, nev))
+			goto out;
 	}
 	ret = 0;
 	if (perf_stop)
@@ -956,6 +1024,8 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 {
 	struct lat_state lc, ls;
 	bool srv_active = srv && (opt.verb == V_WRITE || opt.verb == V_SEND);
+	struct perf_side *ev[2];
+	int nev = event_sides(c, srv_active ? srv : NULL, ev);
 	uint64_t t_begin;
 
 	window_start();
@@ -983,6 +1053,7 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 	for (;;) {
 		bool cd = !c || lc.ph == L_DONE;
 		bool sd = !srv_active || ls.ph == L_DONE;
+		uint64_t polled = polled_total;
 
 		if (cd && sd)
 			break;
@@ -1000,6 +1071,8 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 		}
 		if (!c && !srv_active)
 			break;
+		if (nev && polled_total == polled && events_wait(ev, nev))
+			return -1;
 	}
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();

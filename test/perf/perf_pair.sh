@@ -155,6 +155,30 @@ if pair write_lat write_lat -s 8 -n 2000; then
 	awk -v m="$(kv "$CLI" t_median)" 'BEGIN { exit !(m > 0) }' ||
 		fail "write_lat: no median latency"
 fi
+# -e: each end sleeps on its CQs' channels when a turn finds no
+# completion, and its app-driven engine is turned by the keeper meanwhile
+# (every 20 us while a CQ is armed); both ends take events
+ev_ok() {
+	local f n
+	for f in "$CLI" "$SRV"; do
+		n=$(kv "$f" events)
+		[ -n "$n" ] && [ "$n" -gt 0 ] || fail "$1: ${f##*/} took ${n:-no} events"
+		[ "$(kv "$f" errors)" = 0 ] || fail "$1: ${f##*/} errors=$(kv "$f" errors)"
+	done
+}
+if pair send_lat-e send_lat -e -s 64 -n 1000; then
+	[ "$(kv "$CLI" iters)" = 1000 ] || fail "send_lat-e: $(kv "$CLI" iters) iterations, want 1000"
+	ev_ok send_lat-e
+	# each ping waits a round trip for its pong: nearly one event each
+	# (an arm lost after the first event would leave 20 ms sleeps, no events)
+	[ "$(kv "$CLI" events)" -ge 500 ] ||
+		fail "send_lat-e: the client took $(kv "$CLI" events) events in 1000 round trips"
+fi
+if pair send_bw-e send_bw -e -s 1024 -n 3000 --check; then
+	[ "$(kv "$SRV" msgs)" = 3000 ] && [ "$(kv "$SRV" bytes)" = 3072000 ] ||
+		fail "send_bw-e: the server received $(kv "$SRV" msgs) messages, $(kv "$SRV" bytes) bytes"
+	ev_ok send_bw-e
+fi
 
 # -b: both ends post; each prints the sum of both directions' figures
 # after perftest's report exchange, so the two tables must be the same.

@@ -157,6 +157,43 @@ run send_bw-b 0 send_bw -b -s 200 -n 2000 -q 2 $APP &&
 run atomic_bw-b 0 atomic_bw -b -n 1000 $APP &&
 	check_bw atomic_bw-b 8 1000 1 && bidir atomic_bw-b 8 1000
 
+# -e: a loop turn that finds no completion sleeps on the CQs' channels
+# (poll(2) on their fds, then ibv_get_cq_event, ack, arm again); events=
+# counts the events taken (without -e there is no such field). Meanwhile
+# an app-driven engine is turned by its keeper (every 20 us while a CQ is
+# armed). events <label> [<at least>, default 1]: in one thread with an
+# app-driven engine a bandwidth run may find a completion every turn (its
+# polls run the engine) and take none.
+events() {
+	local n
+	n=$(kv "$LAST" events)
+	[ -n "$n" ] && [ "$n" -ge "${2:-1}" ] ||
+		fail "$1: events=${n:-none}, want >= ${2:-1}"
+	grep -q '^ Test with events. Using droce_lb0_comp0$' "$LAST" ||
+		fail "$1: no 'Test with events' line"
+}
+run send_bw-e 0 send_bw -e -s 1000 -n 1000 $APP &&
+	check_bw send_bw-e 1000 1000 1 && events send_bw-e 0
+run send_bw-e-b 0 send_bw -e -b -s 200 -n 1000 -q 2 $APP &&
+	check_bw send_bw-e-b 200 1000 2 && bidir send_bw-e-b 200 2000 &&
+	events send_bw-e-b 0
+run send_bw-e-ud 0 send_bw -e -c UD -s 256 -n 500 -q 2 $APP &&
+	check_bw send_bw-e-ud 256 500 2 && events send_bw-e-ud 0
+if run read_bw-e-a 0 read_bw -e -a -n 20 $APP; then
+	events read_bw-e-a
+	[ "$(grep -c '^ check: size [0-9]* OK$' "$LAST")" = 23 ] ||
+		fail "read_bw-e-a: $(grep -c '^ check: size [0-9]* OK$' "$LAST") of 23 sizes checked"
+fi
+run atomic_bw-e 0 atomic_bw -e -n 1000 $APP &&
+	check_bw atomic_bw-e 8 1000 1 && events atomic_bw-e
+run send_lat-e 0 send_lat -e -n 300 $APP && check_lat send_lat-e 2 300 &&
+	events send_lat-e
+run read_lat-e 0 read_lat -e -s 64 -n 300 $APP && check_lat read_lat-e 64 300 &&
+	events read_lat-e
+if run read_lat-poll 0 read_lat -s 64 -n 30 $APP; then
+	[ -z "$(kv "$LAST" events)" ] || fail "read_lat without -e: events=$(kv "$LAST" events)"
+fi
+
 # --run_infinitely: a row every -D seconds until SIGINT, then the whole
 # run's row and the usual end (--kv, --check), exit 0
 RUNS=$((RUNS + 1))
@@ -237,6 +274,8 @@ if [ "$NPROC" -ge 2 ]; then
 		  fail "send_bw-split --cycles: not one engine line per side: $(grep '^DROCE_ENGINE' "$LAST")"; }
 	run read_lat-split 0-1 read_lat -s 64 -n 500 --engine=split &&
 		check_lat read_lat-split 64 500
+	run send_bw-e-lcore 0-1 send_bw -e -s 512 -n 2000 --engine=lcore &&
+		check_bw send_bw-e-lcore 512 2000 1 && events send_bw-e-lcore
 fi
 
 # perftest's naming: a link called ib_write_bw runs write_bw
@@ -334,5 +373,8 @@ refused "atomic_bw -c UC" "Atomic operations are not supported over UC" atomic_b
 refused "write_lat -b" "Bidirectional is only available in BW test" write_lat -b
 refused "write_lat --run_infinitely" "run_infinitely exists only in BW tests" write_lat --run_infinitely
 refused "send_bw -b --run_infinitely" "not supported in SEND Bidirectional" send_bw -b --run_infinitely
+refused "write_bw -e" "Events feature not available on WRITE verb" write_bw -e
+refused "send_bw -e -D 1" "Duration mode doesn't work with events" send_bw -e -D 1
+refused "read_bw -e --run_infinitely" "run_infinitely does not support events" read_bw -e --run_infinitely
 
 finish "$RUNS runs"
