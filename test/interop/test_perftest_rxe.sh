@@ -45,6 +45,8 @@
 #  - -b (bi_write_bw, bi_send_bw; first mode only): both sides say
 #    "Bidirectional BW Test" and print the same row (each end's figures
 #    plus the other's, from the report exchange);
+#  - -e (ev_send_lat, ev_send_bw; first mode only): both sides say "Test
+#    with events", and droce-perf took CQ events;
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -85,6 +87,8 @@ ud_send_lat  send_lat   1024   -c:UD
 ud_send_bw   send_bw    1024   -c:UD
 bi_write_bw  write_bw   4096   -b
 bi_send_bw   send_bw    4096   -b
+ev_send_lat  send_lat   64     -e
+ev_send_bw   send_bw    4096   -e
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -338,6 +342,15 @@ run() {
 		[ -n "$(row "$dir/droce.out")" ] &&
 		[ "$(row "$dir/droce.out")" = "$(row "$dir/rxe.out")" ] ||
 			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
+	ev_*)
+		local ev
+		grep -q '^ Test with events' "$dir/rxe.out" &&
+		grep -q '^ Test with events' "$dir/droce.out" ||
+			io_fail "$label: not both sides say 'Test with events'"
+		ev=$(grep '^DROCE_PERF ' "$dir/droce.out" | tail -n 1 |
+		     tr ' ' '\n' | sed -n 's/^events=//p')
+		[ "${ev:-0}" -gt 0 ] ||
+			io_fail "$label: droce-perf took ${ev:-no} events" ;;
 	*_mtu4096)
 		# the client sends the payloads
 		if [ "$3" = rxe ]; then
@@ -354,8 +367,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096, UC, UD and -b runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC, UD, -b and -e runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done
