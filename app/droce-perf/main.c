@@ -78,6 +78,7 @@ static void usage(const char *argv0)
 	printf("  -l, --post_list=<n>        post lists of <n> WRs\n");
 	printf("  -Q, --cq-mod=<n>           a completion every <n> WRs (default 100)\n");
 	printf("  -e, --events               sleep on CQ events (default poll); not WRITE, not -D\n");
+	printf("      --use-srq              SEND tests: the receiving end's QPs share one SRQ of -r's depth\n");
 	printf("  -I, --inline_size=<size>   max inline size (default 0; latency: 220 WRITE, 236 SEND)\n");
 	printf("  -c, --connection=<type>    RC (default), UC or UD (XRC/DC/SRD: not supported)\n");
 	printf("  -x, --gid-index=<index>    local GID index (default 1: droce's IPv4 GID)\n");
@@ -124,7 +125,7 @@ enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
-	O_REPORT_BOTH,
+	O_REPORT_BOTH, O_USE_SRQ,
 };
 
 static int bad(const char *what, const char *arg)
@@ -184,6 +185,7 @@ static int parse_args(int argc, char **argv)
 		{ "use_old_post_send", 0, NULL, O_OLD_POST_SEND },
 		{ "run_infinitely", 0, NULL, O_RUN_INF },
 		{ "report-both", 0, NULL, O_REPORT_BOTH },
+		{ "use-srq", 0, NULL, O_USE_SRQ },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -387,6 +389,7 @@ static int parse_args(int argc, char **argv)
 		case O_OLD_POST_SEND: opt.old_post_send = true; break;
 		case O_RUN_INF: opt.run_inf = true; break;
 		case O_REPORT_BOTH: opt.report_both = true; break;
+		case O_USE_SRQ: opt.use_srq = true; break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;
@@ -465,6 +468,10 @@ static int settle_opts(void)
 			opt.duration = PERF_DEF_DURATION;
 		opt.no_peak = true;
 	}
+	if (opt.use_srq && opt.verb != V_SEND) {
+		fprintf(stderr, " Using SRQ only avavilible in SEND tests.\n");
+		return -1;
+	}
 	/* perftest 4.5's limits of -e */
 	if (opt.use_event) {
 		if (opt.verb == V_WRITE) {
@@ -499,6 +506,10 @@ static int settle_opts(void)
 			opt.tx_depth = (int)opt.iters;
 		if (opt.verb == V_SEND && (uint64_t)opt.rx_depth > opt.iters)
 			opt.rx_depth = (int)opt.iters;
+	}
+	if (opt.use_srq && opt.nqps > opt.rx_depth) {
+		fprintf(stderr, " Using SRQ depth should be greater than number of QPs.\n");
+		return -1;
 	}
 	if (opt.post_list > 1) {
 		if (opt.duration <= 0 && opt.iters % (uint64_t)opt.post_list) {

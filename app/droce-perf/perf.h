@@ -98,6 +98,7 @@ struct perf_opts {
 	bool report_unsorted;		/* -U */
 	int output;			/* enum perf_output */
 	bool use_event;			/* -e: sleep on CQ events */
+	bool use_srq;			/* --use-srq: receives from one SRQ */
 	bool old_post_send;		/* --use_old_post_send: ibv_post_send */
 	/* droce-perf's own */
 	bool loopback;
@@ -145,7 +146,9 @@ struct perf_qpstat {
 	uint64_t scnt;			/* WRs posted */
 	uint64_t ccnt;			/* WRs completed */
 	uint64_t rcnt;			/* receives completed (SEND server) */
-	uint64_t rposted;		/* receives posted */
+	uint64_t rposted;		/* receives posted (for this QP's slot) */
+	uint64_t rused;			/* of those, consumed (with an SRQ, by
+					 * any QP; rcnt counts this QP's) */
 	uint64_t rbytes;		/* bytes received (SEND server) */
 	uint64_t lastsig;		/* seq of the last signalled WR */
 	uint64_t t_first;		/* TSC of the first post */
@@ -178,6 +181,8 @@ struct perf_side {
 	struct ibv_comp_channel *ch;	/* -e: both CQs report to it */
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
+	struct ibv_srq *srq;		/* --use-srq, on an end that receives */
+	int *qp_by_num;			/* with srq: QP indexes by QP number */
 	struct ibv_qp **qp;
 	struct ibv_qp_ex **qpx;		/* perftest's default: the ibv_wr_* API */
 	uint8_t *buf;
@@ -219,6 +224,7 @@ void side_close(struct perf_side *s);
 enum ibv_mtu perf_mtu_enum(int bytes);
 int perf_mtu_bytes(enum ibv_mtu m);
 uint8_t *side_src(const struct perf_side *s, int q);
+int side_qp_index(const struct perf_side *s, uint32_t qpn);
 uint8_t *side_dst(const struct perf_side *s, int q);
 
 /* Where a receive's data starts in its buffer (UD: after the GRH). */

@@ -67,8 +67,9 @@ void report_test_info(const struct perf_side *s)
 	printf(" Dual-port       : OFF\t\tDevice         : %s\n",
 	       ibv_get_device_name(s->ctx->device));
 	printf(" Number of qps   : %d\t\tTransport type : IB\n", opt.nqps);
-	printf(" Connection type : %s\t\tUsing SRQ      : OFF\n",
-	       opt.conn == C_UC ? "UC" : opt.conn == C_UD ? "UD" : "RC");
+	printf(" Connection type : %s\t\tUsing SRQ      : %s\n",
+	       opt.conn == C_UC ? "UC" : opt.conn == C_UD ? "UD" : "RC",
+	       opt.use_srq ? "ON" : "OFF");
 	printf(" PCIe relax order: Unsupported\n");
 	printf(" ibv_wr* API     : %s\n", opt.old_post_send ? "OFF" : "ON");
 	if (side_sends(s))

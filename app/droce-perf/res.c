@@ -39,6 +39,37 @@ uint8_t *side_dst(const struct perf_side *s, int q)
 	return s->buf + (size_t)(s->nqps + q) * s->slot;
 }
 
+/* The index of this end's QP numbered qpn, or -1. Only receives from an
+ * SRQ need it (their wr_id names the slot, not the QP): a binary search
+ * of the QPs sorted by number. */
+int side_qp_index(const struct perf_side *s, uint32_t qpn)
+{
+	int lo = 0, hi = s->nqps - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+		uint32_t m = s->qp[s->qp_by_num[mid]]->qp_num;
+
+		if (m == qpn)
+			return s->qp_by_num[mid];
+		if (m < qpn)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+static const struct perf_side *sort_side;
+
+static int by_qpn(const void *a, const void *b)
+{
+	uint32_t x = sort_side->qp[*(const int *)a]->qp_num;
+	uint32_t y = sort_side->qp[*(const int *)b]->qp_num;
+
+	return x < y ? -1 : x > y;
+}
+
 void side_drive(struct perf_side *s)
 {
 	if (s->app_mode) {
@@ -211,6 +242,18 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			return -1;
 		}
 	}
+	if (opt.use_srq && side_recvs(s)) {
+		/* perftest: rx_depth is the SRQ's size, shared by the QPs */
+		struct ibv_srq_init_attr sa = {
+			.attr = { .max_wr = (uint32_t)opt.rx_depth, .max_sge = 1 },
+		};
+
+		s->srq = ibv_create_srq(s->pd, &sa);
+		if (s->srq == NULL) {
+			PERF_ERR("Couldn't create SRQ: %s\n", strerror(errno));
+			return -1;
+		}
+	}
 	s->max_inline = 0;
 	for (int i = 0; i < n; i++) {
 		struct ibv_qp_init_attr_ex ia;
@@ -225,6 +268,11 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		ia.cap.max_recv_wr = side_recvs(s) ? (uint32_t)opt.rx_depth : 1;
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
+		if (s->srq) {
+			ia.srq = s->srq;
+			ia.cap.max_recv_wr = 0;
+			ia.cap.max_recv_sge = 0;
+		}
 		if (side_sends(s) && (opt.verb == V_WRITE || opt.verb == V_SEND))
 			ia.cap.max_inline_data = (uint32_t)opt.inline_size;
 		ia.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -256,6 +304,17 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			PERF_ERR("Failed to modify QP %d to INIT\n", i);
 			return -1;
 		}
+	}
+	if (s->srq) {
+		s->qp_by_num = calloc((size_t)n, sizeof(*s->qp_by_num));
+		if (s->qp_by_num == NULL) {
+			PERF_ERR("out of memory\n");
+			return -1;
+		}
+		for (int i = 0; i < n; i++)
+			s->qp_by_num[i] = i;
+		sort_side = s;
+		qsort(s->qp_by_num, (size_t)n, sizeof(*s->qp_by_num), by_qpn);
 	}
 	return 0;
 }
@@ -354,6 +413,8 @@ void side_close(struct perf_side *s)
 		for (int i = 0; i < s->nqps; i++)
 			if (s->ah[i])
 				ibv_destroy_ah(s->ah[i]);
+	if (s->srq)
+		ibv_destroy_srq(s->srq);
 	if (s->rcq && s->rcq != s->scq)
 		ibv_destroy_cq(s->rcq);
 	if (s->scq)
@@ -368,6 +429,7 @@ void side_close(struct perf_side *s)
 		ibv_close_device(s->ctx);
 	free(s->buf);
 	free(s->qp);
+	free(s->qp_by_num);
 	free(s->qpx);
 	free(s->ah);
 	free(s->my);

@@ -193,6 +193,21 @@ static inline int do_post_send(struct perf_side *s, int q,
 	return ret;
 }
 
+static inline int do_post_srq_recv(struct ibv_srq *srq,
+				   struct ibv_recv_wr *wr)
+{
+	struct ibv_recv_wr *bad;
+	int ret;
+
+	if (!opt.cycles)
+		return ibv_post_srq_recv(srq, wr, &bad);
+	uint64_t t0 = perf_tsc();
+
+	ret = ibv_post_srq_recv(srq, wr, &bad);
+	perf_cyc.post += perf_tsc() - t0;
+	return ret;
+}
+
 static inline int do_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
 {
 	struct ibv_recv_wr *bad;
@@ -376,8 +391,10 @@ static int post_recvs(struct perf_side *s, int q, int n)
 				 .num_sge = 1 };
 
 	for (int i = 0; i < n; i++) {
-		if (do_post_recv(s->qp[q], &w)) {
-			PERF_ERR("Couldn't post recv Qp = %d: counter=%d\n", q, i);
+		if (s->srq ? do_post_srq_recv(s->srq, &w) :
+			     do_post_recv(s->qp[q], &w)) {
+			PERF_ERR("Couldn't post recv %s = %d: counter=%d\n",
+				 s->srq ? "SRQ" : "Qp", q, i);
 			return -1;
 		}
 		s->rst[q].rposted++;
@@ -599,15 +616,16 @@ struct bw_server_state {
 
 static int bw_server_prepare(struct perf_side *s)
 {
-	uint64_t per_qp = (uint64_t)opt.rx_depth;
+	/* an SRQ holds rx_depth for all the QPs (perftest's size_per_qp) */
+	uint64_t per_qp = (uint64_t)opt.rx_depth / (s->srq ? (uint64_t)s->nqps : 1);
 
 	if (!win.on && per_qp > opt.iters)
 		per_qp = opt.iters;
 	for (int q = 0; q < s->nqps; q++) {
 		/* Receives an earlier size left posted (over UC and UD, SENDs
 		 * that were lost; none over RC) count as posted for this one. */
-		uint64_t left = s->rst[q].rposted > s->rst[q].rcnt ?
-				s->rst[q].rposted - s->rst[q].rcnt : 0;
+		uint64_t left = s->rst[q].rposted > s->rst[q].rused ?
+				s->rst[q].rposted - s->rst[q].rused : 0;
 
 		memset(&s->rst[q], 0, sizeof(s->rst[q]));
 		s->rst[q].rposted = left;
@@ -647,13 +665,18 @@ static int bw_server_poll(struct bw_server_state *b, uint64_t *now_out)
 			b->t_first = now;
 	}
 	for (int i = 0; i < ne; i++) {
-		int q = (int)wc[i].wr_id;
+		/* q: the QP that received; slot: whose receive it took (the
+		 * same QP's but with an SRQ), replaced in kind */
+		int slot = (int)wc[i].wr_id;
+		int q = s->srq ? side_qp_index(s, wc[i].qp_num) : slot;
 		struct perf_qpstat *st;
 
-		if (wc[i].status != IBV_WC_SUCCESS || q < 0 || q >= s->nqps) {
+		if (wc[i].status != IBV_WC_SUCCESS || q < 0 ||
+		    slot < 0 || slot >= s->nqps) {
 			comp_error(s, &wc[i], "receive CQ");
 			return -1;
 		}
+		s->rst[slot].rused++;
 		st = &s->rst[q];
 		if (st->rcnt == 0)
 			st->t_first = now;
@@ -668,8 +691,9 @@ static int bw_server_poll(struct bw_server_state *b, uint64_t *now_out)
 			b->sampled++;
 			b->sample_t1 = now;
 		}
-		if ((win.on && !time_over(now)) || st->rposted < b->iters)
-			if (post_recvs(s, q, 1))
+		if ((win.on && !time_over(now)) ||
+		    s->rst[slot].rposted < b->iters)
+			if (post_recvs(s, slot, 1))
 				return -1;
 	}
 	if (ne > 0)

@@ -47,6 +47,8 @@
 #    plus the other's, from the report exchange);
 #  - -e (ev_send_lat, ev_send_bw; first mode only): both sides say "Test
 #    with events", and droce-perf took CQ events;
+#  - --use-srq (srq_send_lat, srq_send_bw; first mode only): both sides
+#    say "Using SRQ      : ON";
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -89,6 +91,8 @@ bi_write_bw  write_bw   4096   -b
 bi_send_bw   send_bw    4096   -b
 ev_send_lat  send_lat   64     -e
 ev_send_bw   send_bw    4096   -e
+srq_send_lat send_lat   64     --use-srq
+srq_send_bw  send_bw    4096   --use-srq
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -342,6 +346,10 @@ run() {
 		[ -n "$(row "$dir/droce.out")" ] &&
 		[ "$(row "$dir/droce.out")" = "$(row "$dir/rxe.out")" ] ||
 			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
+	srq_*)
+		grep -q 'Using SRQ      : ON' "$dir/rxe.out" &&
+		grep -q 'Using SRQ      : ON' "$dir/droce.out" ||
+			io_fail "$label: not both sides say 'Using SRQ : ON'" ;;
 	ev_*)
 		local ev
 		grep -q '^ Test with events' "$dir/rxe.out" &&
@@ -367,8 +375,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096, UC, UD, -b and -e runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC, UD, -b, -e and SRQ runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

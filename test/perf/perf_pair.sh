@@ -179,6 +179,11 @@ if pair send_bw-e send_bw -e -s 1024 -n 3000 --check; then
 		fail "send_bw-e: the server received $(kv "$SRV" msgs) messages, $(kv "$SRV" bytes) bytes"
 	ev_ok send_bw-e
 fi
+if pair send_bw-srq send_bw --use-srq -q 4 -s 512 -n 2000 --check; then
+	[ "$(kv "$SRV" msgs)" = 8000 ] && [ "$(kv "$SRV" bytes)" = 4096000 ] ||
+		fail "send_bw-srq: the server received $(kv "$SRV" msgs) messages, $(kv "$SRV" bytes) bytes"
+	grep -q 'Using SRQ      : ON' "$SRV" || fail "send_bw-srq: the server's header does not say 'Using SRQ : ON'"
+fi
 
 # -b: both ends post; each prints the sum of both directions' figures
 # after perftest's report exchange, so the two tables must be the same.

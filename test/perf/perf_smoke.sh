@@ -194,6 +194,28 @@ if run read_lat-poll 0 read_lat -s 64 -n 30 $APP; then
 	[ -z "$(kv "$LAST" events)" ] || fail "read_lat without -e: events=$(kv "$LAST" events)"
 fi
 
+# --use-srq: the receiving end's QPs share one SRQ of -r's depth; each
+# QP still receives its -n messages (counted by the QP that received,
+# whose receive it took is only where the data lands)
+srq_on() {
+	grep -q '^ Connection type : [A-Z]*		Using SRQ      : ON$' "$LAST" ||
+		fail "$1: the header does not say 'Using SRQ : ON'"
+}
+run send_bw-srq 0 send_bw --use-srq -q 4 -s 1000 -n 1000 $APP &&
+	check_bw send_bw-srq 1000 1000 4 && srq_on send_bw-srq &&
+	{ [ "$(kv "$LAST" recv_msgs)" = 4000 ] ||
+	  fail "send_bw-srq: the server received $(kv "$LAST" recv_msgs), want 4000"; }
+run send_bw-srq-b 0 send_bw --use-srq -b -q 2 -s 200 -n 1000 $APP &&
+	check_bw send_bw-srq-b 200 1000 2 && bidir send_bw-srq-b 200 2000 &&
+	srq_on send_bw-srq-b
+# (UD, one QP: the SRQ holds a receive for every datagram, none is lost)
+run send_bw-srq-ud 0 send_bw --use-srq -c UD -s 512 -n 300 -m 1024 $APP &&
+	check_bw send_bw-srq-ud 512 300 1 && srq_on send_bw-srq-ud
+run send_lat-srq 0 send_lat --use-srq -n 300 $APP && check_lat send_lat-srq 2 300 &&
+	srq_on send_lat-srq
+run send_bw-srq-e 0 send_bw --use-srq -e -q 2 -s 4096 -n 500 $APP &&
+	check_bw send_bw-srq-e 4096 500 2 && srq_on send_bw-srq-e
+
 # --run_infinitely: a row every -D seconds until SIGINT, then the whole
 # run's row and the usual end (--kv, --check), exit 0
 RUNS=$((RUNS + 1))
@@ -374,6 +396,8 @@ refused "write_lat -b" "Bidirectional is only available in BW test" write_lat -b
 refused "write_lat --run_infinitely" "run_infinitely exists only in BW tests" write_lat --run_infinitely
 refused "send_bw -b --run_infinitely" "not supported in SEND Bidirectional" send_bw -b --run_infinitely
 refused "write_bw -e" "Events feature not available on WRITE verb" write_bw -e
+refused "write_bw --use-srq" "Using SRQ only avavilible in SEND tests" write_bw --use-srq
+refused "send_bw --use-srq -q 8 -r 4" "SRQ depth should be greater than number of QPs" send_bw --use-srq -q 8 -r 4
 refused "send_bw -e -D 1" "Duration mode doesn't work with events" send_bw -e -D 1
 refused "read_bw -e --run_infinitely" "run_infinitely does not support events" read_bw -e --run_infinitely
 
