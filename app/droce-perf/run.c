@@ -193,32 +193,17 @@ static inline int do_post_send(struct perf_side *s, int q,
 	return ret;
 }
 
-static inline int do_post_srq_recv(struct ibv_srq *srq,
-				   struct ibv_recv_wr *wr)
+/* A receive for QP q's buffer: on q, or on the end's SRQ (--use-srq). */
+static inline int do_post_recv(struct perf_side *s, int q,
+			       struct ibv_recv_wr *wr)
 {
 	struct ibv_recv_wr *bad;
-	int ret;
+	uint64_t t0 = opt.cycles ? perf_tsc() : 0;
+	int ret = s->srq ? ibv_post_srq_recv(s->srq, wr, &bad) :
+			   ibv_post_recv(s->qp[q], wr, &bad);
 
-	if (!opt.cycles)
-		return ibv_post_srq_recv(srq, wr, &bad);
-	uint64_t t0 = perf_tsc();
-
-	ret = ibv_post_srq_recv(srq, wr, &bad);
-	perf_cyc.post += perf_tsc() - t0;
-	return ret;
-}
-
-static inline int do_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr)
-{
-	struct ibv_recv_wr *bad;
-	int ret;
-
-	if (!opt.cycles)
-		return ibv_post_recv(qp, wr, &bad);
-	uint64_t t0 = perf_tsc();
-
-	ret = ibv_post_recv(qp, wr, &bad);
-	perf_cyc.post += perf_tsc() - t0;
+	if (opt.cycles)
+		perf_cyc.post += perf_tsc() - t0;
 	return ret;
 }
 
@@ -391,8 +376,7 @@ static int post_recvs(struct perf_side *s, int q, int n)
 				 .num_sge = 1 };
 
 	for (int i = 0; i < n; i++) {
-		if (s->srq ? do_post_srq_recv(s->srq, &w) :
-			     do_post_recv(s->qp[q], &w)) {
+		if (do_post_recv(s, q, &w)) {
 			PERF_ERR("Couldn't post recv %s = %d: counter=%d\n",
 				 s->srq ? "SRQ" : "Qp", q, i);
 			return -1;

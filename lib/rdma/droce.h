@@ -164,7 +164,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_rx_cycles, "engine TSC cycles receiving: rx bursts, parse, responder and completer (cycles=1)") \
 	X(eng_work_cycles, "engine TSC cycles in doorbells and the QPs' turns: requests, responses and ACKs built (cycles=1)") \
 	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)") \
-	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any, the keeper turns every 20 us, not every 1 ms")
+	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every 20 us, not every 1 ms")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

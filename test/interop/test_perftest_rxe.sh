@@ -169,6 +169,18 @@ check_row() {
 	[ "$3" = "$2" ] || io_fail "$1: #bytes $3, expected $2"
 	[ "$4" = "$ITERS" ] || io_fail "$1: #iterations $4, expected $ITERS"
 	shift 2
+	# perftest divides cycles by the CPU MHz it measured, and reports 0
+	# MHz when TSC and gettimeofday disagree (r^2 < 0.9: its
+	# sample_get_cpu_mhz), which a guest under TCG now and then does:
+	# every figure is then inf or nan, in its row and in the copy a
+	# droce-perf server prints from the report exchange. perftest's own
+	# clock, not droce; droce's end of the run is checked as usual.
+	case $f:$mirror in */rxe.out:*|*:mirror)
+		if [ -z "$(printf '%s\n' "${@:3}" | grep -Evx -- '-?(inf|nan)')" ]; then
+			note "$lbl: perftest on rxe measured its CPU clock as 0 MHz (row '$r'): its figures are not checked"
+			return 0
+		fi ;;
+	esac
 	bad=0
 	while [ $# -gt 0 ]; do
 		case $1 in

@@ -569,7 +569,7 @@ static void *keeper_main(void *arg)
 		 * (often in this thread), and the program arms it again only
 		 * once awake. Choosing by that moment's count slept 1 ms
 		 * between a ping-pong's events half the time (a send_lat -e
-		 * server: ~0.5 ms median instead of ~30 us). */
+		 * server: ~0.5 ms median one way instead of ~40 us). */
 		if (eng->app_waiters != 0)
 			waiters_seen = now;
 		waiting = waiters_seen && now - waiters_seen < quiet;
