@@ -161,24 +161,25 @@ run atomic_bw-b 0 atomic_bw -b -n 1000 $APP &&
 # (poll(2) on their fds, then ibv_get_cq_event, ack, arm again); events=
 # counts the events taken (without -e there is no such field). Meanwhile
 # an app-driven engine is turned by its keeper (every 20 us while a CQ is
-# armed). events <label> [<at least>, default 1]: in one thread with an
-# app-driven engine a bandwidth run may find a completion every turn (its
-# polls run the engine) and take none.
+# armed). In one process a turn may find a completion every time (both
+# ends' polls run an app-driven engine; an engine lcore may keep ahead of
+# a slow thread, as under ASan, whose send_lat -e took none), so
+# events <label> wants the field, not a count; perf_pair.sh's two
+# processes, where a turn waits a round trip, count them.
 events() {
 	local n
 	n=$(kv "$LAST" events)
-	[ -n "$n" ] && [ "$n" -ge "${2:-1}" ] ||
-		fail "$1: events=${n:-none}, want >= ${2:-1}"
+	[ -n "$n" ] && [ "$n" -ge 0 ] || fail "$1: events=${n:-none}, want a count"
 	grep -q '^ Test with events. Using droce_lb0_comp0$' "$LAST" ||
 		fail "$1: no 'Test with events' line"
 }
 run send_bw-e 0 send_bw -e -s 1000 -n 1000 $APP &&
-	check_bw send_bw-e 1000 1000 1 && events send_bw-e 0
+	check_bw send_bw-e 1000 1000 1 && events send_bw-e
 run send_bw-e-b 0 send_bw -e -b -s 200 -n 1000 -q 2 $APP &&
 	check_bw send_bw-e-b 200 1000 2 && bidir send_bw-e-b 200 2000 &&
-	events send_bw-e-b 0
+	events send_bw-e-b
 run send_bw-e-ud 0 send_bw -e -c UD -s 256 -n 500 -q 2 $APP &&
-	check_bw send_bw-e-ud 256 500 2 && events send_bw-e-ud 0
+	check_bw send_bw-e-ud 256 500 2 && events send_bw-e-ud
 if run read_bw-e-a 0 read_bw -e -a -n 20 $APP; then
 	events read_bw-e-a
 	[ "$(grep -c '^ check: size [0-9]* OK$' "$LAST")" = 23 ] ||
