@@ -33,7 +33,10 @@ extern "C" {
  *   name=S         device name reported by ibv_get_device_name
  *                  (default "droce<N>")
  *   idle_us=N      longest sleep of an idle engine, microseconds (default
- *                  200; 0 = never sleep, pure busy polling)
+ *                  200; 0 = never sleep, pure busy polling). After 256
+ *                  empty iterations it sleeps 1, 2, 4 ... N us: the first
+ *                  message after a pause waits for the sleep under way
+ *                  (doc/performance.md, eighteenth round)
  *   mac=xx:..:xx   override the port's MAC address
  *   nb_mbuf=N      mbufs in the device's pool (default 8191)
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)

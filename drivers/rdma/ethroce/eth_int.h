@@ -35,7 +35,9 @@
 #define ETH_KEEPER_US		1000
 #define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event
 					 * or a CQ is armed for one */
-#define ETH_KEEPER_SLACK_NS	1000	/* the keeper's timer slack */
+#define ETH_SLEEP_SLACK_NS	1000	/* timer slack of the keeper and the
+					 * engine lcores (Linux's 50 us would
+					 * stretch their short sleeps) */
 #define ETH_ARP_RETRY_MS	100
 /* An iteration later than this beyond any sleep the engine chose is a
  * stall: its thread was not running (descheduled, a paused VM). The app
