@@ -7,9 +7,12 @@
  * neighbours do; the second says how much they took.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "perf.h"
 
@@ -101,4 +104,108 @@ void cpu_totals(struct perf_cpu *c)
 			c->eng_wait_ns += wait;
 		}
 	}
+}
+
+/*
+ * --cpu_util: perftest's CPU_Util[%], taken the way perftest takes it
+ * (get_cpu_stats in its SIGALRM handler): /proc/stat's first line (all
+ * CPUs) at the start and the end of the -D window, user / (user + idle).
+ * System, nice and irq time count in neither, so a busy-polling engine
+ * shows as user time and a kernel path (rxe) as nothing: the figure is
+ * perftest's, kept comparable with it. A thread sleeps until each edge so
+ * that the loops carry no test for it.
+ */
+static struct {
+	pthread_t thr;
+	bool running;
+	struct timespec at[2];
+	long long user[2], idle[2];
+	int taken;			/* edges read */
+	double last;			/* percent, < 0: not measured */
+} util = { .last = -1 };
+
+static int stat_read(long long *user, long long *idle)
+{
+	long long u, n, sys, i;
+	FILE *f = fopen("/proc/stat", "r");
+	int ok;
+
+	if (f == NULL)
+		return -1;
+	ok = fscanf(f, "cpu %lld %lld %lld %lld", &u, &n, &sys, &i) == 4;
+	fclose(f);
+	if (!ok)
+		return -1;
+	*user = u;
+	*idle = i;
+	return 0;
+}
+
+static void *util_main(void *arg)
+{
+	(void)arg;
+	for (int k = 0; k < 2; k++) {
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+				       &util.at[k], NULL) == EINTR)
+			;
+		int st, bad;
+
+		/* cancelled only while asleep: never holding a FILE */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &st);
+		bad = stat_read(&util.user[k], &util.idle[k]);
+		pthread_setcancelstate(st, NULL);
+		if (bad)
+			return NULL;
+		util.taken = k + 1;
+	}
+	return NULL;
+}
+
+static struct timespec ts_after(const struct timespec *t, double s)
+{
+	struct timespec r = *t;
+	long long ns = (long long)(s * 1e9);
+
+	r.tv_sec += (time_t)(ns / 1000000000);
+	r.tv_nsec += (long)(ns % 1000000000);
+	if (r.tv_nsec >= 1000000000) {
+		r.tv_sec++;
+		r.tv_nsec -= 1000000000;
+	}
+	return r;
+}
+
+void cpu_util_begin(double sample_s, double stop_s)
+{
+	struct timespec now;
+
+	cpu_util_end();
+	util.last = -1;
+	util.taken = 0;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	util.at[0] = ts_after(&now, sample_s);
+	util.at[1] = ts_after(&now, stop_s);
+	util.running = pthread_create(&util.thr, NULL, util_main, NULL) == 0;
+}
+
+void cpu_util_end(void)
+{
+	long long du, di;
+
+	if (!util.running)
+		return;
+	/* a run that ended before its window did (an error) */
+	pthread_cancel(util.thr);
+	pthread_join(util.thr, NULL);
+	util.running = false;
+	if (util.taken < 2)
+		return;
+	du = util.user[1] - util.user[0];
+	di = util.idle[1] - util.idle[0];
+	util.last = du + di > 0 ? 100.0 * (double)du / (double)(du + di) : 0;
+}
+
+double cpu_util_last(void)
+{
+	return util.last;
 }

@@ -96,6 +96,16 @@ static void usage(const char *argv0)
 	printf("      --use_old_post_send    post with ibv_post_send (default: the ibv_wr_* API)\n");
 	printf("      --run_infinitely       bandwidth: a row every -D seconds (default 5) until\n"
 	       "                             SIGINT/SIGTERM; then the whole run's row\n");
+	printf("  -w, --limit_bw=<value>     bandwidth tests: exit 1 if a row's BW average is below\n"
+	       "                             <value> (MB/sec, or Gb/sec with --report_gbits)\n");
+	printf("  -y, --limit_msgrate=<value> bandwidth tests: exit 1 if a row's MsgRate is below\n"
+	       "                             <value> Mpps\n");
+	printf("      --cpu_util             with -D: CPU_Util[%%] column, perftest's figure from\n"
+	       "                             /proc/stat (user / (user + idle), all CPUs, the window)\n");
+	printf("      --latency_gap=<usec>   latency tests: the client waits <usec> before each\n"
+	       "                             round trip (not counted in the figures)\n");
+	printf("      --mr_per_qp            an MR (and buffer slots) per QP\n");
+	printf("  -X, --vector=<n>           completion vector of the CQs (droce has 1: only 0)\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -125,7 +135,7 @@ enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
-	O_REPORT_BOTH, O_USE_SRQ,
+	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
 };
 
 static int bad(const char *what, const char *arg)
@@ -186,13 +196,17 @@ static int parse_args(int argc, char **argv)
 		{ "run_infinitely", 0, NULL, O_RUN_INF },
 		{ "report-both", 0, NULL, O_REPORT_BOTH },
 		{ "use-srq", 0, NULL, O_USE_SRQ },
+		{ "limit_bw", 1, NULL, 'w' }, { "limit_msgrate", 1, NULL, 'y' },
+		{ "vector", 1, NULL, 'X' }, { "cpu_util", 0, NULL, O_CPU_UTIL },
+		{ "latency_gap", 1, NULL, O_LATENCY_GAP },
+		{ "mr_per_qp", 0, NULL, O_MR_PER_QP },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
 	int c;
 
 	while ((c = getopt_long(argc, argv,
-				"p:d:i:m:s:n:t:u:S:x:aFc:q:eI:o:gzRT:L:hr:bQ:NVCHUA:l:D:f:",
+				"p:d:i:m:s:n:t:u:S:x:aFc:q:eI:o:gzRT:L:hr:bQ:NVCHUA:l:D:f:w:y:X:",
 				lo, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -390,6 +404,31 @@ static int parse_args(int argc, char **argv)
 		case O_RUN_INF: opt.run_inf = true; break;
 		case O_REPORT_BOTH: opt.report_both = true; break;
 		case O_USE_SRQ: opt.use_srq = true; break;
+		case 'w':
+		case 'y': {
+			char *end;
+			double l = strtod(optarg, &end);
+
+			if (*end || end == optarg || !(l >= 0))
+				return bad(c == 'w' ? "minimum BW limit" :
+					   "minimum msgRate limit", optarg);
+			*(c == 'w' ? &opt.limit_bw : &opt.limit_msgrate) = l;
+			break;
+		}
+		case 'X':
+			/* droce has one completion vector: 1 and up reach
+			 * ibv_create_cq, which refuses them (EINVAL) */
+			if (parse_num(optarg, 0, 1 << 20, &v))
+				return bad("completion vector", optarg);
+			opt.comp_vector = (int)v;
+			break;
+		case O_CPU_UTIL: opt.cpu_util = true; break;
+		case O_LATENCY_GAP:
+			if (parse_num(optarg, 0, 1000 * 1000, &v))
+				return bad("latency gap (usec)", optarg);
+			opt.latency_gap = (int)v;
+			break;
+		case O_MR_PER_QP: opt.mr_per_qp = true; break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;
@@ -467,6 +506,20 @@ static int settle_opts(void)
 		if (opt.duration <= 0)
 			opt.duration = PERF_DEF_DURATION;
 		opt.no_peak = true;
+	}
+	if ((opt.limit_bw >= 0 || opt.limit_msgrate >= 0) && opt.tst != T_BW) {
+		fprintf(stderr, " -w and -y (result limits) are for bandwidth tests\n");
+		return -1;
+	}
+	if (opt.latency_gap > 0 && opt.tst != T_LAT) {
+		fprintf(stderr, " Latency gap feature is only for latency tests\n");
+		return -1;
+	}
+	/* perftest: a note, and the run goes on without the column */
+	if (opt.cpu_util && (opt.duration <= 0 || opt.run_inf)) {
+		fprintf(stderr, " CPU Utilization works only with Duration mode%s.\n",
+			opt.run_inf ? " (not --run_infinitely)" : "");
+		opt.cpu_util = false;
 	}
 	if (opt.use_srq && opt.verb != V_SEND) {
 		fprintf(stderr, " Using SRQ only avavilible in SEND tests.\n");
@@ -690,10 +743,12 @@ static int loopback_size(struct perf_side *c, struct perf_side *srv,
 			report_bw(srv, &o);
 			report_bw_add(&r, &o);
 			report_bw_print(&r);
+			report_bw_limits(&r);
 			if (opt.report_both && !opt.all)	/* as perftest */
 				report_bw_both(&mine, &o);
 		} else {
 			report_bw_print(&r);
+			report_bw_limits(&r);
 		}
 		report_kv_bw(c, srv, &r, (double)(res->t1 - res->t0) /
 					 perf_tsc_hz());
@@ -844,7 +899,7 @@ static int main_loopback(const char *argv0)
 		if (opt.verb == V_SEND || opt.duplex)
 			report_per_qp(&s, secs);
 	}
-	ret = 0;
+	ret = report_limits_verdict() ? 1 : 0;
 out:
 	side_close(&c);
 	side_close(&s);
@@ -949,11 +1004,13 @@ static int remote_bw_size(struct perf_side *me, uint64_t size)
 			return -1;
 		report_bw_add(&r, &theirs);
 		report_bw_print(&r);
+		report_bw_limits(&r);
 		/* perftest: one size (not -a) only */
 		if (opt.report_both && !opt.all)
 			report_bw_both(&mine, &theirs);
 	} else {
 		report_bw_print(&r);
+		report_bw_limits(&r);
 	}
 	res = run_result(me);
 	report_kv_bw(me, NULL, &r, (double)(res->t1 - res->t0) / perf_tsc_hz());
@@ -995,6 +1052,7 @@ static int remote_bw(struct perf_side *me)
 		report_passive_engine(me);
 		if (full_out())
 			report_bw_print(&theirs);
+		report_bw_limits(&theirs);
 		if (oob_close(&me->my[0], &me->rem[0]))
 			return -1;
 		report_line();
@@ -1174,7 +1232,7 @@ static int main_remote(void)
 		ret = opt.verb == V_SEND ? remote_send_bw(&me) : remote_bw(&me);
 	else
 		ret = remote_lat(&me);
-	ret = ret ? 1 : 0;
+	ret = ret || report_limits_verdict() ? 1 : 0;
 out:
 	side_close(&me);
 	ibv_free_device_list(list);
@@ -1199,6 +1257,8 @@ int main(int argc, char **argv)
 	opt.idle_us = -1;
 	opt.post_drive = -1;
 	opt.post_list = 1;
+	opt.limit_bw = -1;
+	opt.limit_msgrate = -1;
 	if (t < 0 && argc > 1) {
 		t = find_test(argv[1]);
 		if (t >= 0) {

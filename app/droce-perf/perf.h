@@ -100,6 +100,12 @@ struct perf_opts {
 	bool use_event;			/* -e: sleep on CQ events */
 	bool use_srq;			/* --use-srq: receives from one SRQ */
 	bool old_post_send;		/* --use_old_post_send: ibv_post_send */
+	double limit_bw;		/* -w: fail below it (< 0: none) */
+	double limit_msgrate;		/* -y: fail below it, Mpps (< 0: none) */
+	bool cpu_util;			/* --cpu_util: perftest's CPU column */
+	int latency_gap;		/* --latency_gap: us before each round trip */
+	bool mr_per_qp;			/* --mr_per_qp: an MR per QP */
+	int comp_vector;		/* -X */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;
@@ -171,13 +177,16 @@ struct perf_run_result {
  *   [i * slot]            local source (WRITE/SEND), READ/atomic result
  *   [(nqps + i) * slot]   what the peer targets (advertised vaddr),
  *                         receive buffers of SEND
+ * With --mr_per_qp a QP's two slots are neighbours, [2i * slot] and
+ * [(2i + 1) * slot], under an MR of their own.
  */
 struct perf_side {
 	const char *name;		/* "client"/"server" */
 	bool is_client;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	struct ibv_mr *mr;
+	struct ibv_mr *mr;		/* all slots; NULL with mrs */
+	struct ibv_mr **mrs;		/* --mr_per_qp: QP i's two slots */
 	struct ibv_comp_channel *ch;	/* -e: both CQs report to it */
 	struct ibv_cq *scq;
 	struct ibv_cq *rcq;
@@ -226,6 +235,8 @@ int perf_mtu_bytes(enum ibv_mtu m);
 uint8_t *side_src(const struct perf_side *s, int q);
 int side_qp_index(const struct perf_side *s, uint32_t qpn);
 uint8_t *side_dst(const struct perf_side *s, int q);
+uint32_t side_lkey(const struct perf_side *s, int q);
+uint32_t side_rkey(const struct perf_side *s, int q);
 
 /* Where a receive's data starts in its buffer (UD: after the GRH). */
 static inline uint32_t perf_recv_off(void)
@@ -276,6 +287,8 @@ void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o);
 void report_bw_both(const struct perf_bw_report *local,
 		    const struct perf_bw_report *remote);
 void report_bw_print(const struct perf_bw_report *r);
+void report_bw_limits(const struct perf_bw_report *r);
+int report_limits_verdict(void);	/* -1 (said) if -w/-y missed */
 void report_bw_period(uint64_t msgs, uint64_t cycles, int factor);
 int report_lat(struct perf_side *c);
 void report_per_qp(struct perf_side *c, double secs);
@@ -308,6 +321,11 @@ struct perf_cpu {
 void cpu_start(void);
 void cpu_stop(void);
 void cpu_totals(struct perf_cpu *c);
+/* --cpu_util: perftest's figure over the -D window, /proc/stat's first
+ * line at the window's two edges (a thread that sleeps until each) */
+void cpu_util_begin(double sample_s, double stop_s);
+void cpu_util_end(void);
+double cpu_util_last(void);	/* percent; < 0: the window was not seen */
 
 /* cycle accounting (--cycles) */
 struct perf_cycles {

@@ -112,12 +112,29 @@ void report_dest(const struct perf_dest *d, bool remote)
 	       g[10], g[11], g[12], g[13], g[14], g[15]);
 }
 
+/* --cpu_util: perftest's extra column (RESULT_EXT_CPU_UTIL) */
+static const char *cpu_ext_hdr(void)
+{
+	return opt.cpu_util ? "    CPU_Util[%]\n" : "\n";
+}
+
+/* A row's end: the CPU figure of this end's window, 0.00 where this end
+ * measured none (a passive server prints its client's row, as perftest) */
+static void cpu_ext_row(void)
+{
+	double u = cpu_util_last();
+
+	if (opt.cpu_util)
+		printf("\t    %-3.2f", u < 0 ? 0 : u);
+	printf("\n");
+}
+
 void report_bw_header(void)
 {
 	if (!full())
 		return;
 	printf(RESULT_LINE);
-	printf("%s\n", opt.report_gbits ? RESULT_FMT_G : RESULT_FMT);
+	printf("%s%s", opt.report_gbits ? RESULT_FMT_G : RESULT_FMT, cpu_ext_hdr());
 }
 
 void report_lat_header(void)
@@ -125,7 +142,8 @@ void report_lat_header(void)
 	if (!full())
 		return;
 	printf(RESULT_LINE);
-	printf("%s\n", opt.duration > 0 ? RESULT_FMT_LAT_DUR : RESULT_FMT_LAT);
+	printf("%s%s", opt.duration > 0 ? RESULT_FMT_LAT_DUR : RESULT_FMT_LAT,
+	       cpu_ext_hdr());
 }
 
 static double fmt_factor(void)
@@ -215,8 +233,33 @@ void report_bw_print(const struct perf_bw_report *r)
 		return;
 	printf(inc ? REPORT_FMT_EXT : REPORT_FMT, (unsigned long)r->size,
 	       r->iters, r->bw_peak, r->bw_avg, r->msg_rate);
-	printf("\n");
+	cpu_ext_row();
 	fflush(stdout);
+}
+
+/*
+ * -w and -y: perftest's verifier limits, on the row this end prints as
+ * its result (with -b the two directions' sum; a passive server the
+ * client's figures). perftest passes a run of -a if any size passed;
+ * here every size must.
+ */
+static bool limit_bw_missed, limit_mr_missed;
+
+void report_bw_limits(const struct perf_bw_report *r)
+{
+	if (opt.limit_bw >= 0 && r->bw_avg < opt.limit_bw)
+		limit_bw_missed = true;
+	if (opt.limit_msgrate >= 0 && r->msg_rate < opt.limit_msgrate)
+		limit_mr_missed = true;
+}
+
+int report_limits_verdict(void)
+{
+	if (limit_bw_missed)
+		fprintf(stderr, "Error: BW result is below bw limit\n");
+	if (limit_mr_missed)
+		fprintf(stderr, "Error: Msg rate is below msg_rate limit\n");
+	return limit_bw_missed || limit_mr_missed ? -1 : 0;
 }
 
 /* --run_infinitely: one period's row (no peak, as perftest); factor:
@@ -289,9 +332,11 @@ int report_lat(struct perf_side *c)
 		lat_last.rtt_med = lat_last.tavg * rtt_factor;
 		if (opt.output == OUT_LAT)
 			printf("%lf\n", lat_last.tavg);
-		else if (full())
-			printf(REPORT_FMT_LAT_DUR "\n", (unsigned long)run_get_size(),
+		else if (full()) {
+			printf(REPORT_FMT_LAT_DUR, (unsigned long)run_get_size(),
 			       n, lat_last.tavg, n ? (double)n / (us / 1e6) : 0);
+			cpu_ext_row();
+		}
 		return 0;
 	}
 	if (n < 2 + PERF_LAT_TAIL + 1) {
@@ -468,6 +513,16 @@ static uint64_t run_msgs(const struct perf_side *c, const struct perf_side *srv)
 	return n;
 }
 
+/* Fields of both kinds of kv line */
+static void kv_common(void)
+{
+	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (opt.use_event)
+		printf(" events=%" PRIu64, perf_events);
+	if (opt.cpu_util)
+		printf(" cpu_util=%.2f", cpu_util_last());
+}
+
 static void kv_cpu(const struct perf_side *c, const struct perf_side *srv)
 {
 	struct perf_cpu u;
@@ -506,9 +561,7 @@ void report_kv_bw(const struct perf_side *c, const struct perf_side *srv,
 	       r->msg_rate * 1e6, r->msg_rate * 1e6 * (double)sz,
 	       opt.report_gbits ? r->bw_avg * 125000000.0 / 0x100000 : r->bw_avg,
 	       r->bw_peak, (c ? c->errors : 0) + (srv ? srv->errors : 0));
-	printf(" post_enomem=%" PRIu64, perf_post_enomem);
-	if (opt.use_event)
-		printf(" events=%" PRIu64, perf_events);
+	kv_common();
 	if (opt.duplex)	/* rates: both directions; msgs, bytes: this end's */
 		printf(" bidirectional=1");
 	if (srv && opt.verb == V_SEND)	/* what the receiving end counted */
@@ -541,9 +594,7 @@ void report_kv_lat(const struct perf_side *c, const struct perf_side *srv)
 	       lat_last.tmed, lat_last.tavg, lat_last.tstd, lat_last.p99,
 	       lat_last.p999, lat_last.rtt_med,
 	       (c ? c->errors : 0) + (srv ? srv->errors : 0));
-	printf(" post_enomem=%" PRIu64, perf_post_enomem);
-	if (opt.use_event)
-		printf(" events=%" PRIu64, perf_events);
+	kv_common();
 	kv_cpu(c, srv);
 	if (c)
 		kv_stats(c, "c");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Verbs resources of one end: device context, PD, one buffer and MR for
- * all QPs, the CQs, the QPs and their INIT -> RTR -> RTS transitions with
+ * all QPs (or an MR per QP), the CQs, the QPs and their INIT -> RTR -> RTS transitions with
  * perftest's attributes (RC; timeout -u, retry 7, RNR retry 7, RNR timer
  * 12, outstanding reads as exchanged).
  */
@@ -31,12 +31,26 @@ int perf_mtu_bytes(enum ibv_mtu m)
 
 uint8_t *side_src(const struct perf_side *s, int q)
 {
+	if (opt.mr_per_qp)
+		return s->buf + (size_t)(2 * q) * s->slot;
 	return s->buf + (size_t)q * s->slot;
 }
 
 uint8_t *side_dst(const struct perf_side *s, int q)
 {
+	if (opt.mr_per_qp)
+		return s->buf + (size_t)(2 * q + 1) * s->slot;
 	return s->buf + (size_t)(s->nqps + q) * s->slot;
+}
+
+uint32_t side_lkey(const struct perf_side *s, int q)
+{
+	return s->mrs ? s->mrs[q]->lkey : s->mr->lkey;
+}
+
+uint32_t side_rkey(const struct perf_side *s, int q)
+{
+	return s->mrs ? s->mrs[q]->rkey : s->mr->rkey;
 }
 
 /* The index of this end's QP numbered qpn, or -1. Only receives from an
@@ -178,10 +192,29 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	/* Touch every page now, not during the measurement. */
 	for (size_t i = 0; i < s->buf_len; i++)
 		s->buf[i] = (uint8_t)(i * 7 + (client ? 1 : 2));
-	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, access);
-	if (s->mr == NULL) {
-		PERF_ERR("Couldn't allocate MR\n");
-		return -1;
+	if (opt.mr_per_qp) {
+		/* perftest's create_single_mr per QP; side_close deregisters
+		 * up to the first NULL */
+		s->mrs = calloc((size_t)n, sizeof(*s->mrs));
+		if (s->mrs == NULL) {
+			PERF_ERR("Couldn't allocate MR array\n");
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			s->mrs[i] = ibv_reg_mr(s->pd, side_src(s, i),
+					       2 * s->slot, access);
+			if (s->mrs[i] == NULL) {
+				PERF_ERR("Couldn't allocate MR %d of %d: %s\n",
+					 i, n, strerror(errno));
+				return -1;
+			}
+		}
+	} else {
+		s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, access);
+		if (s->mr == NULL) {
+			PERF_ERR("Couldn't allocate MR\n");
+			return -1;
+		}
 	}
 
 	{
@@ -196,14 +229,14 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			}
 		}
 		s->scq = ibv_create_cq(s->ctx, (int)cq_size(sdepth, &da), NULL,
-				       s->ch, 0);
+				       s->ch, opt.comp_vector);
 		if (s->scq == NULL) {
 			PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 			return -1;
 		}
 		if (opt.verb == V_SEND) {
 			s->rcq = ibv_create_cq(s->ctx, (int)cq_size(rdepth, &da),
-					       NULL, s->ch, 0);
+					       NULL, s->ch, opt.comp_vector);
 			if (s->rcq == NULL) {
 				PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 				return -1;
@@ -328,7 +361,7 @@ void side_fill_dest(struct perf_side *s)
 		d->out_reads = (uint32_t)s->out_reads;
 		d->qpn = s->qp[i]->qp_num;
 		d->psn = (uint32_t)lrand48() & 0xffffff;
-		d->rkey = s->mr->rkey;
+		d->rkey = side_rkey(s, i);
 		d->vaddr = (uintptr_t)side_dst(s, i);
 		d->gid = s->gid;
 		d->srqn = 0;
@@ -423,6 +456,9 @@ void side_close(struct perf_side *s)
 		ibv_destroy_comp_channel(s->ch);
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
+	for (int i = 0; s->mrs && i < s->nqps && s->mrs[i]; i++)
+		ibv_dereg_mr(s->mrs[i]);
+	free(s->mrs);
 	if (s->pd)
 		ibv_dealloc_pd(s->pd);
 	if (s->ctx)

@@ -64,6 +64,7 @@ struct window {
 	bool on;
 	uint64_t start, sample, stop, end;
 	uint64_t sample_t0, sample_t1;	/* actual first/last tick sampled */
+	uint64_t gaps;			/* --latency_gap: waits between them */
 	uint64_t period, next_print;	/* --run_infinitely (TSC) */
 	uint64_t last_print, last_msgs;
 };
@@ -94,6 +95,8 @@ static void window_start(void)
 	win.sample = win.start + (uint64_t)(margin * hz);
 	win.stop = win.start + (uint64_t)((opt.duration - margin) * hz);
 	win.end = win.start + (uint64_t)(opt.duration * hz);
+	if (opt.cpu_util)
+		cpu_util_begin(margin, opt.duration - margin);
 }
 
 static inline bool in_sample(uint64_t now)
@@ -323,7 +326,7 @@ static void set_send_wrs(struct perf_side *s)
 			memset(w, 0, sizeof(*w));
 			g->addr = (uintptr_t)side_src(s, q);
 			g->length = (uint32_t)(opt.verb == V_ATOMIC ? 8 : cur_size);
-			g->lkey = s->mr->lkey;
+			g->lkey = side_lkey(s, q);
 			w->sg_list = g;
 			w->num_sge = 1;
 			w->next = k + 1 < opt.post_list ? &s->wr[i + 1] : NULL;
@@ -370,7 +373,7 @@ static int post_recvs(struct perf_side *s, int q, int n)
 	struct ibv_sge g = {
 		.addr = (uintptr_t)side_dst(s, q),
 		.length = (uint32_t)s->slot,
-		.lkey = s->mr->lkey,
+		.lkey = side_lkey(s, q),
 	};
 	struct ibv_recv_wr w = { .wr_id = (uint64_t)q, .sg_list = &g,
 				 .num_sge = 1 };
@@ -844,6 +847,7 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 out:
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();
+	cpu_util_end();
 	for (int i = 0; i < ns; i++) {
 		struct perf_run_result *r = &snd[i]->res_send;
 
@@ -878,7 +882,7 @@ const struct perf_run_result *run_result(const struct perf_side *s)
 
 /* -------------------------------------------------------- latency */
 
-enum lat_phase { L_RECV, L_SEND, L_CQE, L_DONE };
+enum lat_phase { L_RECV, L_GAP, L_SEND, L_CQE, L_DONE };
 
 struct lat_state {
 	struct perf_side *s;
@@ -892,6 +896,11 @@ struct lat_state {
 	uint64_t last_progress;
 	uint64_t sampled;		/* duration mode */
 	int size_per_qp;		/* send_lat: receives kept posted */
+	/* --latency_gap, the client's: a wait before each round trip,
+	 * taken out of the samples (perftest's stay in its figures) */
+	uint64_t gap_cycles;
+	uint64_t gap_start;
+	uint64_t gap_spent;		/* all gaps so far */
 };
 
 static void lat_init(struct lat_state *l, struct perf_side *s, bool server)
@@ -903,6 +912,8 @@ static void lat_init(struct lat_state *l, struct perf_side *s, bool server)
 	l->poll_buf = side_dst(s, 0) + cur_size - 1;
 	l->post_buf = side_src(s, 0) + cur_size - 1;
 	l->last_progress = perf_tsc();
+	if (!server && opt.latency_gap > 0)
+		l->gap_cycles = (uint64_t)(opt.latency_gap * perf_tsc_hz() / 1e6);
 	set_send_wrs(s);
 	s->wr[0].wr_id = 0;
 	s->wr[0].next = NULL;
@@ -972,11 +983,19 @@ static int lat_step(struct lat_state *l)
 			l->ph = L_DONE;
 			return 0;
 		}
+		if (l->gap_cycles) {
+			l->gap_start = now;
+			l->ph = L_GAP;
+			return 0;
+		}
+	send:
 		if (!win.on)
-			s->tposted[l->scnt] = now;
+			s->tposted[l->scnt] = now - l->gap_spent;
 		else if (in_sample(now)) {
 			if (l->sampled == 0)
 				win.sample_t0 = now;
+			else if (l->gap_cycles)
+				win.gaps += now - l->gap_start;
 			l->sampled++;
 			win.sample_t1 = now;
 		}
@@ -1022,6 +1041,18 @@ static int lat_step(struct lat_state *l)
 				(l->scnt < l->iters ? L_SEND : L_DONE);
 		/* the last send of send_lat was signalled: its CQE is in */
 		return 0;
+	case L_GAP:
+		now = perf_tsc();
+		if (time_over(now)) {
+			l->ph = L_DONE;
+			return 0;
+		}
+		if (now - l->gap_start < l->gap_cycles)
+			return 0;
+		l->gap_spent += now - l->gap_start;
+		l->last_progress = now;
+		l->ph = L_SEND;
+		goto send;
 	case L_DONE:
 		return 0;
 	}
@@ -1084,6 +1115,7 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 	}
 	perf_cyc.total = perf_tsc() - t_begin;
 	cpu_stop();
+	cpu_util_end();
 	if (c)
 		c->res_send.all_msgs = lc.scnt;
 	if (srv)
@@ -1106,7 +1138,7 @@ int run_lat(struct perf_side *c, struct perf_side *srv)
 void run_lat_window(uint64_t *t0, uint64_t *t1)
 {
 	*t0 = win.sample_t0;
-	*t1 = win.sample_t1;
+	*t1 = win.sample_t1 - win.gaps;
 }
 
 /* send_lat posts its receives before the hand shake that starts a size. */

@@ -49,6 +49,12 @@
 #    with events", and droce-perf took CQ events;
 #  - --use-srq (srq_send_lat, srq_send_bw; first mode only): both sides
 #    say "Using SRQ      : ON";
+#  - --mr_per_qp -q 2 (mrqp_read_bw; first mode only): two QPs, each with
+#    its own MR on both sides: each side's two local RKeys differ, and the
+#    row counts both QPs' messages;
+#  - --latency_gap 20 (gap_write_lat; first mode only): a wait before
+#    each round trip on the client (both ends in perftest), the rows as
+#    usual;
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -65,6 +71,7 @@ set -u
 BIN=${1:?usage: $0 <droce-perf>}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ITERS=${DROCE_INTEROP_ITERS:-20}
+QPS=1
 MODES=${DROCE_INTEROP_MODES:-engine app}
 PORT=18520
 
@@ -93,6 +100,8 @@ ev_send_lat  send_lat   64     -e
 ev_send_bw   send_bw    4096   -e
 srq_send_lat send_lat   64     --use-srq
 srq_send_bw  send_bw    4096   --use-srq
+mrqp_read_bw read_bw    4096   --mr_per_qp:-q:2
+gap_write_lat write_lat 64     --latency_gap:20
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -167,7 +176,7 @@ check_row() {
 	# shellcheck disable=SC2086
 	set -- "$2" "$3" $r
 	[ "$3" = "$2" ] || io_fail "$1: #bytes $3, expected $2"
-	[ "$4" = "$ITERS" ] || io_fail "$1: #iterations $4, expected $ITERS"
+	[ "$4" = "$((ITERS * QPS))" ] || io_fail "$1: #iterations $4, expected $((ITERS * QPS))"
 	shift 2
 	# perftest divides cycles by the CPU MHz it measured, and reports 0
 	# MHz when TSC and gettimeofday disagree (r^2 < 0.9: its
@@ -279,7 +288,7 @@ check_pair() {
 		*"GID $(gid_text "$IO_GUEST_ROCE_IP")") ;;
 		*) io_fail "$label: rxe's local GID: $(addr "$dir/rxe.out" local)" ;;
 		esac
-		check_kv "$dir/droce.out" "$label" $((size * ITERS))
+		check_kv "$dir/droce.out" "$label" $((size * ITERS * QPS))
 	fi
 	io_hw_check "$dir/rxe.out" "$label"
 	if [ $IO_FAILS -ne "$before" ]; then
@@ -304,6 +313,9 @@ run() {
 	size=$6
 	extra=${7//:/ }
 	[ "$extra" = - ] && extra=
+	# a bandwidth row counts every QP's messages (perftest's too)
+	QPS=$(echo "$extra" | sed -n 's/.*-q \([0-9]*\).*/\1/p')
+	QPS=${QPS:-1}
 	case $t in atomic_*) ;; *) extra="$extra -s $size" ;; esac
 	dir=$IO_WORK/run$((IO_RUN + 1))
 	label="$mode $name: $3 server"
@@ -358,6 +370,12 @@ run() {
 		[ -n "$(row "$dir/droce.out")" ] &&
 		[ "$(row "$dir/droce.out")" = "$(row "$dir/rxe.out")" ] ||
 			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
+	mrqp_*)
+		local f
+		for f in "$dir/rxe.out" "$dir/droce.out"; do
+			[ "$(sed -n 's/^ local address: .*RKey \(0x[0-9a-f]*\).*/\1/p' "$f" | sort -u | wc -l)" = 2 ] ||
+				io_fail "$label: ${f##*/}: not 2 distinct local RKeys: $(grep '^ local address' "$f" | tr '\n' ' ')"
+		done ;;
 	srq_*)
 		grep -q 'Using SRQ      : ON' "$dir/rxe.out" &&
 		grep -q 'Using SRQ      : ON' "$dir/droce.out" ||
@@ -387,8 +405,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096, UC, UD, -b, -e and SRQ runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP and gap runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

@@ -155,6 +155,20 @@ if pair write_lat write_lat -s 8 -n 2000; then
 	awk -v m="$(kv "$CLI" t_median)" 'BEGIN { exit !(m > 0) }' ||
 		fail "write_lat: no median latency"
 fi
+# --mr_per_qp (an MR per QP, so each QP's READs use its own RKey) and
+# -y, met: the passive server checks the client's figures, exit 0
+if pair read_bw-mr read_bw --mr_per_qp -q 3 -s 256 -n 1000 --check -y 0.000001; then
+	check_counts read_bw-mr 3000 1
+	[ "$(sed -n 's/^ local address: .*RKey \(0x[0-9a-f]*\).*/\1/p' "$CLI" | sort -u | wc -l)" = 3 ] ||
+		fail "read_bw-mr: the client's 3 QPs do not show 3 RKeys"
+fi
+# --latency_gap: the client waits 100 us before each round trip, and its
+# figures leave the waits out
+if pair write_lat-gap write_lat -s 8 -n 500 --latency_gap 100; then
+	awk -v w="$(kv "$CLI" wall_ms)" -v m="$(kv "$CLI" t_median)" \
+	    'BEGIN { exit !(w >= 50 && m > 0 && m < 40) }' ||
+		fail "write_lat-gap: client wall_ms=$(kv "$CLI" wall_ms) t_median=$(kv "$CLI" t_median)"
+fi
 # -e: each end sleeps on its CQs' channels when a turn finds no
 # completion, and its app-driven engine is turned by the keeper meanwhile
 # (every 20 us while a CQ is armed); both ends take events

@@ -35,9 +35,10 @@ kv() {
 	sed -n "s/^DROCE_PERF .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
 }
 
-# run <label> <cores> <args...>: one droce-perf --loopback run
+# run <label> <cores> <args...>: one droce-perf --loopback run, which
+# must exit with $WANT_RC (default 0)
 run() {
-	local label=$1 cores=$2 out rc left
+	local label=$1 cores=$2 out rc left want=${WANT_RC:-0}
 	shift 2
 	RUNS=$((RUNS + 1))
 	out=$WORK/$RUNS.out
@@ -51,12 +52,12 @@ run() {
 		timeout -k 2 "$left" "$BIN" "$@" --loopback --kv --check \
 		>"$out" 2>"$out.err"
 	rc=$?
-	if [ $rc -ne 0 ]; then
-		fail "$label: exit code $rc"
+	LAST=$out
+	if [ $rc -ne "$want" ]; then
+		fail "$label: exit code $rc, expected $want"
 		tail -n 5 "$out" "$out.err" | sed 's/^/    /'
 		return 1
 	fi
-	LAST=$out
 	return 0
 }
 
@@ -98,6 +99,12 @@ check_lat() {
 	grep -qx " check: size $size OK" "$out" || fail "$label: check did not pass"
 }
 
+# rkeys <label> <n>: $LAST's local address lines show n distinct RKeys
+rkeys() {
+	[ "$(sed -n 's/^ local address: .*RKey \(0x[0-9a-f]*\).*/\1/p' "$LAST" | sort -u | wc -l)" = "$2" ] ||
+		fail "$1: not $2 distinct local RKeys: $(grep '^ local address' "$LAST" | head -n 2)"
+}
+
 APP="--engine=app"
 # bandwidth tests, one thread driving the engine
 run write_bw 0 write_bw -s 64 -n 2000 $APP && check_bw write_bw 64 2000 1
@@ -125,7 +132,8 @@ run write_bw-q4 0 write_bw -s 10000 -n 200 -q 4 -m 1024 $APP &&
 	  # first burst or so per QP: the server's QP learns the client's MAC
 	  # from them (such frames are checked first)
 	  [ -n "$l" ] && [ "$l" -ge 6480 ] && [ "$l" -le 7200 ] ||
-	  fail "write_bw-q4: s_icrc_late=$l, expected 6480..7200"; }
+	  fail "write_bw-q4: s_icrc_late=$l, expected 6480..7200"; } &&
+	rkeys write_bw-q4 1	# one MR (unlike --mr_per_qp below)
 run send_bw-l 0 send_bw -s 64 -n 1000 -l 4 $APP && check_bw send_bw-l 64 1000 1
 # -b (bidirectional): both ends post, each checked as sender (its data in
 # the other's memory, its completions) and, for SEND, as receiver; the
@@ -377,6 +385,48 @@ run send_bw-ud 0 send_bw -c UD -s 256 -q 2 -D 0.5 $APP --use_old_post_send &&
 	  grep -qx ' check: size 256 OK' "$LAST" ||
 	  fail "send_bw-ud: errors=$(kv "$LAST" errors) msgs=$(kv "$LAST" msgs) $(grep ' check:' "$LAST")"; }
 
+# --mr_per_qp: an MR per QP (READ's address lines: an RKey each), the
+# data checked in each QP's own slots (SEND: each receive under its QP's
+# MR); -X 0, the one vector
+run read_bw-mr_per_qp 0 read_bw --mr_per_qp -X 0 -q 4 -s 3000 -n 200 -m 1024 $APP &&
+	check_bw read_bw-mr_per_qp 3000 200 4 && rkeys read_bw-mr_per_qp 4
+run send_bw-mr_per_qp 0 send_bw --mr_per_qp -q 3 -s 500 -n 300 $APP &&
+	check_bw send_bw-mr_per_qp 500 300 3
+# droce has one completion vector: -X 1 reaches ibv_create_cq, refused
+WANT_RC=1 run vector-1 0 read_bw -X 1 -n 10 $APP &&
+	{ grep -q "Couldn't create CQ: Invalid argument" "$LAST.err" ||
+	  fail "vector-1: no 'Couldn't create CQ: Invalid argument'"; }
+# -w / -y, perftest's verifier limits: exit 1 below them, 0 above
+run write_bw-limits 0 write_bw -s 64 -n 1000 -w 0.001 -y 0.000001 $APP &&
+	check_bw write_bw-limits 64 1000 1
+WANT_RC=1 run write_bw-limit-y 0 write_bw -s 64 -n 1000 -y 1000000 $APP &&
+	{ grep -qx "Error: Msg rate is below msg_rate limit" "$LAST.err" &&
+	  ! grep -q "BW result is below" "$LAST.err" ||
+	  fail "write_bw-limit-y: not the msg_rate limit's error alone: $(cat "$LAST.err")"; }
+WANT_RC=1 run write_bw-limit-w 0 write_bw -s 64 -n 1000 -w 1000000 --report_gbits $APP &&
+	{ grep -qx "Error: BW result is below bw limit" "$LAST.err" ||
+	  fail "write_bw-limit-w: no bw limit error: $(cat "$LAST.err")"; }
+# --cpu_util (-D): perftest's column, a percentage of the window
+run write_bw-cpu_util 0 write_bw -s 64 -D 0.6 --cpu_util $APP &&
+	{ grep -qxF -- "$BW_HDR    CPU_Util[%]" "$LAST" ||
+	  fail "write_bw-cpu_util: no CPU_Util[%] column in the header"
+	  awk -v u="$(kv "$LAST" cpu_util)" 'BEGIN { exit !(u > 0 && u <= 100) }' ||
+	  fail "write_bw-cpu_util: cpu_util=$(kv "$LAST" cpu_util), not in (0, 100]"
+	  grep -Eq "^ 64 +[0-9]+ +0\.00 +$NUM *"$'\t\t'"   $NUM"$'\t'"    $(kv "$LAST" cpu_util) *\$" "$LAST" ||
+	  fail "write_bw-cpu_util: the row does not end in the CPU figure"; }
+# --latency_gap: the client waits before each round trip (300 x 200 us:
+# at least 60 ms), and the figures leave the waits out (if they were in,
+# the one-way median would be 100 us and more)
+run write_lat-gap 0 write_lat -n 300 --latency_gap 200 $APP &&
+	check_lat write_lat-gap 2 300 &&
+	awk -v w="$(kv "$LAST" wall_ms)" -v m="$(kv "$LAST" t_median)" \
+	    'BEGIN { exit !(w >= 60 && m < 50) }' ||
+	fail "write_lat-gap: wall_ms=$(kv "$LAST" wall_ms) t_median=$(kv "$LAST" t_median)"
+run send_lat-gap-D 0 send_lat -D 0.6 --latency_gap 100 $APP &&
+	awk -v n="$(kv "$LAST" iters)" -v a="$(kv "$LAST" t_avg)" \
+	    'BEGIN { exit !(n > 0 && n <= 3000 && a > 0 && a < 50) }' ||
+	fail "send_lat-gap-D: iters=$(kv "$LAST" iters) t_avg=$(kv "$LAST" t_avg) (0.3 s window, 100 us gaps)"
+
 # unsupported transports and UC's missing operations are refused cleanly
 # refused <label> <message> <args...>
 refused() {
@@ -401,5 +451,8 @@ refused "write_bw --use-srq" "Using SRQ only avavilible in SEND tests" write_bw 
 refused "send_bw --use-srq -q 8 -r 4" "SRQ depth should be greater than number of QPs" send_bw --use-srq -q 8 -r 4
 refused "send_bw -e -D 1" "Duration mode doesn't work with events" send_bw -e -D 1
 refused "read_bw -e --run_infinitely" "run_infinitely does not support events" read_bw -e --run_infinitely
+refused "write_bw --latency_gap" "Latency gap feature is only for latency tests" write_bw --latency_gap 10
+refused "write_lat -y" "are for bandwidth tests" write_lat -y 1
+refused "write_bw -w -1" "Invalid minimum BW limit" write_bw -w -1
 
 finish "$RUNS runs"
