@@ -36,7 +36,9 @@ extern "C" {
  *                  200; 0 = never sleep, pure busy polling). After 256
  *                  empty iterations it sleeps 1, 2, 4 ... N us: the first
  *                  message after a pause waits for the sleep under way
- *                  (doc/performance.md, eighteenth round)
+ *                  (doc/performance.md, eighteenth round). lcore=app: the
+ *                  keeper's longest period while a program waits on events
+ *                  (20 us after work, growing after 1 ms without)
  *   mac=xx:..:xx   override the port's MAC address
  *   nb_mbuf=N      mbufs in the device's pool (default 8191)
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)
@@ -167,7 +169,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_rx_cycles, "engine TSC cycles receiving: rx bursts, parse, responder and completer (cycles=1)") \
 	X(eng_work_cycles, "engine TSC cycles in doorbells and the QPs' turns: requests, responses and ACKs built (cycles=1)") \
 	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)") \
-	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every 20 us, not every 1 ms")
+	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every eng_keeper_us, not every 1 ms") \
+	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

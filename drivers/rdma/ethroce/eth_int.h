@@ -87,6 +87,7 @@ struct droce_engine {
 	volatile bool keeper_stop;
 	volatile uint64_t last_drive_tsc;
 	volatile uint32_t app_waiters;	/* threads asleep on an event, CQs armed */
+	volatile uint32_t keeper_wait_us; /* the keeper's period while waited on */
 	uint32_t idle_us;
 	bool backlog;			/* a transmit queue was backed up last iteration */
 	/* Stalls (ETH_STALL_US): the time this engine could not listen. A
