@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Verbs resources of one end: device context, PD, one buffer and MR for
- * all QPs (or an MR per QP), the CQs, the QPs and their INIT -> RTR -> RTS transitions with
- * perftest's attributes (RC; timeout -u, retry 7, RNR retry 7, RNR timer
- * 12, outstanding reads as exchanged).
+ * all QPs (or an MR per QP), the CQs, the QPs and their INIT -> RTR ->
+ * RTS transitions with perftest's attributes (RC; timeout -u, retry 7,
+ * RNR retry 7, RNR timer 12, outstanding reads as exchanged).
  */
 #include <errno.h>
 #include <stdlib.h>

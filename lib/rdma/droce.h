@@ -34,9 +34,10 @@ extern "C" {
  *                  (default "droce<N>")
  *   idle_us=N      longest sleep of an idle engine, microseconds (default
  *                  200; 0 = never sleep, pure busy polling). After 256
- *                  empty iterations it sleeps 1, 2, 4 ... N us: the first
- *                  message after a pause waits for the sleep under way
- *                  (doc/performance.md, eighteenth round). lcore=app: the
+ *                  empty iterations it sleeps 1, 2, 4 ... N us; a post or
+ *                  a control call wakes it, a frame from the port waits
+ *                  for the sleep under way (doc/performance.md,
+ *                  eighteenth round). lcore=app: the
  *                  keeper's longest period while a program waits on events
  *                  (20 us after work, growing after 1 ms without)
  *   mac=xx:..:xx   override the port's MAC address
@@ -170,7 +171,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_work_cycles, "engine TSC cycles in doorbells and the QPs' turns: requests, responses and ACKs built (cycles=1)") \
 	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)") \
 	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every eng_keeper_us, not every 1 ms") \
-	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)")
+	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)") \
+	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -5,12 +5,16 @@
  * each active QP a bounded budget of packets, flush tx, run due timers, and
  * serve at most one control-path call. Idle QPs cost nothing: only QPs on
  * the active or timer lists are visited. An idle engine backs off into
- * short sleeps so a 2-core machine stays usable.
+ * short sleeps so a 2-core machine stays usable; a post or a control call
+ * that finds it asleep wakes it (engine_wake).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include <rte_eal.h>
 #include <rte_launch.h>
@@ -182,12 +186,33 @@ static inline uint32_t db_token(const struct droce_qp *qp)
 	return qp->dev->index << 24 | qp->ex.qp_base.qp_num;
 }
 
+/*
+ * Wake an lcore engine asleep in its idle back-off, once: whoever clears
+ * `asleep` makes the system call. A system call on the post path, but
+ * only on a post that finds the engine asleep, i.e. the first after a
+ * pause (as a virtio driver kicks only a device that asked for it).
+ * Without a fence between the caller's doorbell store and this load, a
+ * wake can be missed when the engine goes to sleep at that very moment:
+ * it then sleeps out its period, as it did before there were wakes.
+ */
+static inline void engine_wake(struct droce_engine *eng)
+{
+	if (unlikely(__atomic_load_n(&eng->asleep, __ATOMIC_RELAXED)) &&
+	    __atomic_exchange_n(&eng->asleep, 0, __ATOMIC_RELAXED)) {
+		(void)syscall(SYS_futex, &eng->asleep, FUTEX_WAKE_PRIVATE, 1,
+			      NULL, NULL, 0);
+		__atomic_fetch_add(&eng->wakes, 1, __ATOMIC_RELAXED);
+	}
+}
+
 static void eth_qp_notify(struct droce_qp *qp)
 {
 	/* One ring entry per QP at most: the ring never overflows. */
-	if (__atomic_exchange_n(&qp->db_pending, 1, __ATOMIC_SEQ_CST) == 0)
+	if (__atomic_exchange_n(&qp->db_pending, 1, __ATOMIC_SEQ_CST) == 0) {
 		rte_ring_mp_enqueue(qp->eng->db_ring,
 				    (void *)(uintptr_t)db_token(qp));
+		engine_wake(qp->eng);
+	}
 }
 
 static int drain_doorbells(struct droce_engine *eng)
@@ -467,6 +492,33 @@ int eth_engine_iter(struct droce_engine *eng)
 	return n;
 }
 
+/* A sleep of `us` microseconds (idle_us may be a second and more) */
+static inline struct timespec us_ts(uint32_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+
+	return ts;
+}
+
+static void engine_sleep(struct droce_engine *eng, uint32_t us)
+{
+	struct timespec ts = us_ts(us);
+	uint64_t chosen = eng->tsc_hz / 1000000 * us, t0 = eth_now(), t;
+
+	/* Say so first (a full barrier), then look once more: a doorbell
+	 * rung before the word was visible is in the ring. */
+	__atomic_store_n(&eng->asleep, 1, __ATOMIC_SEQ_CST);
+	if (rte_ring_count(eng->db_ring) == 0 &&
+	    __atomic_load_n(&eng->exec_req, __ATOMIC_ACQUIRE) == eng->exec_done)
+		(void)syscall(SYS_futex, &eng->asleep, FUTEX_WAIT_PRIVATE, 1,
+			      &ts, NULL, 0);
+	__atomic_store_n(&eng->asleep, 0, __ATOMIC_RELAXED);
+	/* The stall accounting wants the sleep taken, up to the chosen:
+	 * a wake cut it short, an overrun beyond it is a stall. */
+	t = eth_now() - t0;
+	eng->slept_tsc += RTE_MIN(t, chosen);
+}
+
 static int engine_main(void *arg)
 {
 	struct droce_engine *eng = arg;
@@ -486,9 +538,9 @@ static int engine_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		/* Idle back-off: 1, 2, 4 ... idle_us microseconds. */
-		eng->slept_tsc += eng->tsc_hz / 1000000 * sleep_us;
-		rte_delay_us_sleep(sleep_us);
+		/* Idle back-off: 1, 2, 4 ... idle_us microseconds, cut short
+		 * by a doorbell or a control call (engine_wake). */
+		engine_sleep(eng, sleep_us);
 		if (sleep_us < eng->idle_us)
 			sleep_us = RTE_MIN(sleep_us * 2, eng->idle_us);
 	}
@@ -515,9 +567,11 @@ static int eth_exec(struct droce_dev *dev, void (*fn)(void *), void *arg)
 	uint32_t req = eng->exec_req + 1;
 
 	__atomic_store_n(&eng->exec_req, req, __ATOMIC_RELEASE);
-	/* A busy engine answers within one iteration (microseconds): spin
-	 * that long, then sleep in growing steps (an idle engine may itself
-	 * be asleep for up to idle_us). Sleeping 10 us per look made setting
+	engine_wake(eng);
+	/* A busy engine answers within one iteration (microseconds), an
+	 * idle one once woken: spin that long, then sleep in growing steps
+	 * (the wake can be missed in a narrow window, and the engine then
+	 * sleeps out up to idle_us). Sleeping 10 us per look made setting
 	 * up 2 x 16384 QPs take 40-50 s. */
 	uint64_t spin_end = eth_now() + eng->tsc_hz / 1000000 * ETH_EXEC_SPIN_US;
 	long sleep_ns = 1000;
@@ -582,7 +636,7 @@ static void *keeper_main(void *arg)
 			waiters_seen = now;
 		waiting = waiters_seen && now - waiters_seen < quiet;
 		if (waiting)
-			ts.tv_nsec = (long)wait_us * 1000;
+			ts = us_ts(wait_us);
 		eng->keeper_wait_us = wait_us;
 		nanosleep(&ts, NULL);
 		/* An application that polls drives the engine itself; one
@@ -761,6 +815,7 @@ void eth_engine_detach(struct droce_dev *dev)
 	if (eng->nb_devs == 0) {
 		if (eng->launched) {
 			__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
+			engine_wake(eng);	/* not a whole idle_us later */
 			rte_eal_wait_lcore((unsigned)eng->lcore);
 			eng->launched = false;
 		}
@@ -841,6 +896,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_busy_loops = eng->busy_loops;
 	st->eng_waiters = eng->app_waiters;
 	st->eng_keeper_us = eng->lcore < 0 ? eng->keeper_wait_us : 0;
+	st->eng_wakes = __atomic_load_n(&eng->wakes, __ATOMIC_RELAXED);
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;

@@ -72,6 +72,11 @@ struct droce_engine {
 					 * tsc_hz is 0): one read per burst */
 	/* control */
 	volatile bool stop;
+	/* An lcore engine in its idle back-off sleeps on this word (a futex):
+	 * 1 while asleep; the first doorbell or control call that sees it
+	 * clears it and wakes the engine. */
+	volatile uint32_t asleep;
+	uint64_t wakes;			/* of those sleeps cut short (atomic) */
 	bool launched;
 	rte_spinlock_t exec_lock;	/* one control-path caller at a time */
 	void (*volatile exec_fn)(void *);
