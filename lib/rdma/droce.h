@@ -37,9 +37,9 @@ extern "C" {
  *                  empty iterations it sleeps 1, 2, 4 ... N us; a post or
  *                  a control call wakes it, a frame from the port waits
  *                  for the sleep under way (doc/performance.md,
- *                  eighteenth round). lcore=app: the
- *                  keeper's longest period while a program waits on events
- *                  (20 us after work, growing after 1 ms without)
+ *                  eighteenth round). lcore=app: the keeper's longest
+ *                  period while a program waits on events (20 us after
+ *                  work, growing after 1 ms without; 1 ms at most)
  *   mac=xx:..:xx   override the port's MAC address
  *   nb_mbuf=N      mbufs in the device's pool (default 8191)
  *   arp_timeout_ms=N  give up resolving a peer after this long (default 1000)
