@@ -106,6 +106,8 @@ static void usage(const char *argv0)
 	       "                             round trip (not counted in the figures)\n");
 	printf("      --mr_per_qp            an MR (and buffer slots) per QP\n");
 	printf("  -X, --vector=<n>           completion vector of the CQs (droce has 1: only 0)\n");
+	printf("      --tclass=<value>       GRH traffic class: the IP header's DSCP and ECN bits\n");
+	printf("      --flow_label=<value>   GRH flow label (20 bits): sets the UDP source port\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -136,6 +138,7 @@ enum {
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
+	O_TCLASS, O_FLOW_LABEL,
 };
 
 static int bad(const char *what, const char *arg)
@@ -200,6 +203,8 @@ static int parse_args(int argc, char **argv)
 		{ "vector", 1, NULL, 'X' }, { "cpu_util", 0, NULL, O_CPU_UTIL },
 		{ "latency_gap", 1, NULL, O_LATENCY_GAP },
 		{ "mr_per_qp", 0, NULL, O_MR_PER_QP },
+		{ "tclass", 1, NULL, O_TCLASS },
+		{ "flow_label", 1, NULL, O_FLOW_LABEL },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -429,6 +434,16 @@ static int parse_args(int argc, char **argv)
 			opt.latency_gap = (int)v;
 			break;
 		case O_MR_PER_QP: opt.mr_per_qp = true; break;
+		case O_TCLASS:
+			if (parse_num(optarg, 0, 255, &v))
+				return bad("traffic class (0..255)", optarg);
+			opt.tclass = (int)v;
+			break;
+		case O_FLOW_LABEL:
+			if (parse_num(optarg, 0, 0xfffff, &v))
+				return bad("flow label (0..0xfffff)", optarg);
+			opt.flow_label = (uint32_t)v;
+			break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;

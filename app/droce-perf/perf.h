@@ -106,6 +106,8 @@ struct perf_opts {
 	int latency_gap;		/* --latency_gap: us before each round trip */
 	bool mr_per_qp;			/* --mr_per_qp: an MR per QP */
 	int comp_vector;		/* -X */
+	int tclass;			/* --tclass: GRH traffic class (IP TOS) */
+	uint32_t flow_label;		/* --flow_label: GRH flow label */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;

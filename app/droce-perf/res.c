@@ -386,6 +386,11 @@ int side_connect(struct perf_side *s)
 		a.ah_attr.grh.dgid = r->gid;
 		a.ah_attr.grh.sgid_index = (uint8_t)s->gid_index;
 		a.ah_attr.grh.hop_limit = 0xff;
+		/* RoCEv2: the traffic class is the IP header's DSCP and ECN
+		 * bits; a flow label picks the UDP source port
+		 * (ibv_flow_label_to_udp_sport), else the QP number does */
+		a.ah_attr.grh.traffic_class = (uint8_t)opt.tclass;
+		a.ah_attr.grh.flow_label = opt.flow_label;
 		a.ah_attr.sl = (uint8_t)opt.sl;
 		a.ah_attr.port_num = (uint8_t)opt.ib_port;
 		if (opt.conn == C_UD) {

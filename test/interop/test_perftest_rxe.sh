@@ -55,6 +55,11 @@
 #  - --latency_gap 20 (gap_write_lat; first mode only): a wait before
 #    each round trip on the client (both ends in perftest), the rows as
 #    usual;
+#  - --tclass 96 --flow_label 74565 (tc_write_bw; first mode only): in
+#    the capture, droce's RoCE frames with IP TOS 96 (no other run sets
+#    it) and from UDP source port 58177 (the label's port,
+#    ibv_flow_label_to_udp_sport); rxe's with TOS 96 too (perftest 4.5
+#    sets no flow label);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -102,6 +107,7 @@ srq_send_lat send_lat   64     --use-srq
 srq_send_bw  send_bw    4096   --use-srq
 mrqp_read_bw read_bw    4096   --mr_per_qp:-q:2
 gap_write_lat write_lat 64     --latency_gap:20
+tc_write_bw  write_bw   4096   --tclass:96:--flow_label:74565
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -299,6 +305,23 @@ check_pair() {
 	fi
 }
 
+# tc_check <label>: the traffic class and flow label on the wire
+# (tcpdump reads the capture so far; a note when there is none)
+tc_check() {
+	local f=$IO_WORK/rxe.pcap n
+	if ! command -v tcpdump >/dev/null 2>&1 || [ ! -s "$f" ]; then
+		note "$1: no capture: traffic class not checked"
+		return
+	fi
+	pcap_settle "$f"
+	n=$(tcpdump -nr "$f" "udp dst port 4791 and src host $IO_DROCE_IP and ip[1] == 96" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from droce with IP TOS 96 (--tclass 96)"
+	n=$(tcpdump -nr "$f" "udp dst port 4791 and src host $IO_DROCE_IP and src port 58177" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from droce's UDP port 58177 (--flow_label 74565)"
+	n=$(tcpdump -nr "$f" "udp dst port 4791 and src host $IO_GUEST_ROCE_IP and ip[1] == 96" 2>/dev/null | wc -l)
+	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from rxe with IP TOS 96 (perftest --tclass 96)"
+}
+
 # run <mode> <name> <rxe|droce: the server>
 run() {
 	local mode=$1 name=$2 line t size extra label dir dx
@@ -370,6 +393,8 @@ run() {
 		[ -n "$(row "$dir/droce.out")" ] &&
 		[ "$(row "$dir/droce.out")" = "$(row "$dir/rxe.out")" ] ||
 			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
+	tc_*)
+		tc_check "$label" ;;
 	mrqp_*)
 		local f
 		for f in "$dir/rxe.out" "$dir/droce.out"; do
@@ -405,8 +430,8 @@ for mode in $MODES; do
 	io_mode_prepare "$mode" || continue
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
-		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP and gap runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP, gap and tclass runs in one mode only
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

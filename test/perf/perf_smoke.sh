@@ -406,6 +406,10 @@ WANT_RC=1 run write_bw-limit-y 0 write_bw -s 64 -n 1000 -y 1000000 $APP &&
 WANT_RC=1 run write_bw-limit-w 0 write_bw -s 64 -n 1000 -w 1000000 --report_gbits $APP &&
 	{ grep -qx "Error: BW result is below bw limit" "$LAST.err" ||
 	  fail "write_bw-limit-w: no bw limit error: $(cat "$LAST.err")"; }
+# --tclass and --flow_label go into the QPs' address (the wire is checked
+# against rxe, test_perftest_rxe.sh's tc_write_bw); here: the run is whole
+run write_bw-tclass 0 write_bw -s 64 -n 1000 --tclass 96 --flow_label 74565 $APP &&
+	check_bw write_bw-tclass 64 1000 1
 # --cpu_util (-D): perftest's column, a percentage of the window
 run write_bw-cpu_util 0 write_bw -s 64 -D 0.6 --cpu_util $APP &&
 	{ grep -qxF -- "$BW_HDR    CPU_Util[%]" "$LAST" ||
@@ -454,5 +458,7 @@ refused "read_bw -e --run_infinitely" "run_infinitely does not support events" r
 refused "write_bw --latency_gap" "Latency gap feature is only for latency tests" write_bw --latency_gap 10
 refused "write_lat -y" "are for bandwidth tests" write_lat -y 1
 refused "write_bw -w -1" "Invalid minimum BW limit" write_bw -w -1
+refused "write_bw --tclass 256" "Invalid traffic class" write_bw --tclass 256
+refused "write_bw --flow_label 0x100000" "Invalid flow label" write_bw --flow_label 0x100000
 
 finish "$RUNS runs"
