@@ -426,6 +426,12 @@ run write_lat-gap 0 write_lat -n 300 --latency_gap 200 $APP &&
 	awk -v w="$(kv "$LAST" wall_ms)" -v m="$(kv "$LAST" t_median)" \
 	    'BEGIN { exit !(w >= 60 && m < 50) }' ||
 	fail "write_lat-gap: wall_ms=$(kv "$LAST" wall_ms) t_median=$(kv "$LAST" t_median)"
+# with -e too: the gap is a busy wait, not a sleep on the channels
+# (which, nothing in flight, lasted its 20 ms: 300 gaps took 6.6 s)
+run send_lat-e-gap 0 send_lat -e -n 300 --latency_gap 100 $APP &&
+	check_lat send_lat-e-gap 2 300 &&
+	awk -v w="$(kv "$LAST" wall_ms)" 'BEGIN { exit !(w >= 30 && w < 2000) }' ||
+	fail "send_lat-e-gap: wall_ms=$(kv "$LAST" wall_ms) for 300 gaps of 100 us"
 run send_lat-gap-D 0 send_lat -D 0.6 --latency_gap 100 $APP &&
 	awk -v n="$(kv "$LAST" iters)" -v a="$(kv "$LAST" t_avg)" \
 	    'BEGIN { exit !(n > 0 && n <= 3000 && a > 0 && a < 50) }' ||
