@@ -108,6 +108,17 @@ static void usage(const char *argv0)
 	printf("  -X, --vector=<n>           completion vector of the CQs (droce has 1: only 0)\n");
 	printf("      --tclass=<value>       GRH traffic class: the IP header's DSCP and ECN bits\n");
 	printf("      --flow_label=<value>   GRH flow label (20 bits): sets the UDP source port\n");
+	printf("      --rate_limit=<rate>    bandwidth tests: send no faster than <rate> (see\n"
+	       "                             --rate_units); the limiter: --rate_limit_type\n");
+	printf("      --rate_units=<M|g|p>   MB/sec (M), Gb/sec (g, the default) or messages/sec (p)\n");
+	printf("      --rate_limit_type=<SW|HW|PP>  SW: the client posts bursts of --burst_size\n"
+	       "                             messages, spaced by the rate; HW (the default once\n"
+	       "                             --rate_limit is given): an InfiniBand static rate,\n"
+	       "                             so SW on RoCE as with perftest; PP: droce paces each\n"
+	       "                             QP (ibv_modify_qp_rate_limit; --rate_units M)\n");
+	printf("      --burst_size=<n>       messages per burst (SW: default the tx depth; PP:\n"
+	       "                             the QP's max_burst_sz is <n> messages' bytes)\n");
+	printf("      --typical_pkt_size=<bytes>  PP: the QP's typical_pkt_sz\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -138,7 +149,8 @@ enum {
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
-	O_TCLASS, O_FLOW_LABEL,
+	O_TCLASS, O_FLOW_LABEL, O_RATE_LIMIT, O_RATE_UNITS, O_RATE_LIMIT_TYPE,
+	O_BURST_SIZE, O_TYPICAL_PKT_SIZE,
 };
 
 static int bad(const char *what, const char *arg)
@@ -205,6 +217,11 @@ static int parse_args(int argc, char **argv)
 		{ "mr_per_qp", 0, NULL, O_MR_PER_QP },
 		{ "tclass", 1, NULL, O_TCLASS },
 		{ "flow_label", 1, NULL, O_FLOW_LABEL },
+		{ "rate_limit", 1, NULL, O_RATE_LIMIT },
+		{ "rate_units", 1, NULL, O_RATE_UNITS },
+		{ "rate_limit_type", 1, NULL, O_RATE_LIMIT_TYPE },
+		{ "burst_size", 1, NULL, O_BURST_SIZE },
+		{ "typical_pkt_size", 1, NULL, O_TYPICAL_PKT_SIZE },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -444,6 +461,56 @@ static int parse_args(int argc, char **argv)
 				return bad("flow label (0..0xfffff)", optarg);
 			opt.flow_label = (uint32_t)v;
 			break;
+		case O_RATE_LIMIT: {
+			char *end;
+
+			/* perftest: a positive number; naming a rate makes the
+			 * HW limiter the default */
+			opt.rate_limit = strtod(optarg, &end);
+			if (*end || end == optarg || !(opt.rate_limit > 0)) {
+				fprintf(stderr, " Rate limit must be non-negative\n");
+				return -1;
+			}
+			opt.rate_limit_str = optarg;
+			if (opt.rate_type == RL_NONE)
+				opt.rate_type = RL_HW;
+			break;
+		}
+		case O_RATE_UNITS:
+			if (strcmp(optarg, "M") == 0)
+				opt.rate_units = RU_MBPS;
+			else if (strcmp(optarg, "g") == 0)
+				opt.rate_units = RU_GBPS;
+			else if (strcmp(optarg, "p") == 0)
+				opt.rate_units = RU_PPS;
+			else {
+				fprintf(stderr, " Invalid rate limit units. Please use M,g or p\n");
+				return -1;
+			}
+			break;
+		case O_RATE_LIMIT_TYPE:
+			opt.rate_type_set = true;
+			if (strcmp(optarg, "SW") == 0)
+				opt.rate_type = RL_SW;
+			else if (strcmp(optarg, "HW") == 0)
+				opt.rate_type = RL_HW;
+			else if (strcmp(optarg, "PP") == 0)
+				opt.rate_type = RL_PP;
+			else {
+				fprintf(stderr, " Invalid rate limit type flag. Please use HW, SW or PP.\n");
+				return -1;
+			}
+			break;
+		case O_BURST_SIZE:
+			if (parse_num(optarg, 0, 1 << 24, &v))
+				return bad("burst size", optarg);
+			opt.burst_size = (int)v;
+			break;
+		case O_TYPICAL_PKT_SIZE:
+			if (parse_num(optarg, 0, 0xffff, &v))
+				return bad("typical packet size", optarg);
+			opt.typical_pkt_size = (int)v;
+			break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
 			char *end;
@@ -463,6 +530,79 @@ static int parse_args(int argc, char **argv)
 	else if (optind < argc) {
 		fprintf(stderr, " Unexpected argument %s\n", argv[optind]);
 		return -1;
+	}
+	return 0;
+}
+
+/* IB's static rates, the values perftest's HW limiter accepts (Gb/s) */
+static const char *const ib_rates[] = {
+	"2.5", "5", "10", "14", "20", "25", "30", "40", "56", "60", "80",
+	"100", "112", "120", "168", "200", "300", "MAX",
+};
+
+/*
+ * perftest 4.5's rules for the rate limiters, in its order and words.
+ * HW: a static rate in the QP's address vector, which only InfiniBand
+ * honours; perftest finds the RoCE QP did not take it and, unless the type
+ * was named, falls back to SW. PP: perftest allows it on raw Ethernet
+ * QPs only; droce paces its RC, UC and UD QPs, so droce-perf allows it
+ * on those.
+ */
+static int settle_rate_limit(void)
+{
+	if (opt.burst_size > 0 && opt.rate_type == RL_NONE) {
+		fprintf(stderr, " Can't enable burst mode when rate limiter is off\n");
+		return -1;
+	}
+	if (opt.burst_size <= 0) {
+		if (opt.rate_type == RL_SW)
+			fprintf(stderr, " Setting burst size to tx depth = %d\n",
+				opt.tx_depth);
+		if (opt.rate_type != RL_PP)
+			opt.burst_size = opt.tx_depth;
+	}
+	if (opt.typical_pkt_size && opt.rate_type != RL_PP) {
+		fprintf(stderr, " Typical packet size only supports PP rate limiter\n");
+		return -1;
+	}
+	if (opt.run_inf && opt.rate_type != RL_NONE) {
+		fprintf(stderr, " run_infinitely does not support rate limit feature yet\n");
+		return -1;
+	}
+	if (opt.rate_type == RL_SW) {
+		if (opt.tst != T_BW || opt.verb == V_ATOMIC ||
+		    (opt.verb == V_SEND && opt.duplex)) {
+			fprintf(stderr, "SW Rate limiter cann't be executed on non-BW, ATOMIC or bidirectional SEND tests\n");
+			return -1;
+		}
+	} else if (opt.rate_type == RL_HW) {
+		size_t i;
+
+		if (opt.rate_units == RU_PPS) {
+			fprintf(stderr, " Failed: pps rate limit units is not supported when setting HW rate limit\n");
+			return -1;
+		}
+		for (i = 0; i < (sizeof(ib_rates) / sizeof(ib_rates[0])); i++)
+			if (strcmp(opt.rate_limit_str, ib_rates[i]) == 0)
+				break;
+		if (i == (sizeof(ib_rates) / sizeof(ib_rates[0]))) {
+			fprintf(stderr, "The input value for hw rate limit is not supported\n");
+			for (i = 0; i < (sizeof(ib_rates) / sizeof(ib_rates[0])); i++)
+				fprintf(stderr, "\t\t\t %s Gbps \t\t\n", ib_rates[i]);
+			fprintf(stderr, " Failed: Unknown rate limit value\n");
+			return -1;
+		}
+		if (opt.rate_type_set) {
+			fprintf(stderr, "The QP failed to accept HW rate limit (a static rate is InfiniBand's; use SW or PP on RoCE)\n");
+			return -1;
+		}
+		fprintf(stderr, "The QP failed to accept HW rate limit, providing SW rate limit\n");
+		opt.rate_type = RL_SW;
+	} else if (opt.rate_type == RL_PP) {
+		if (opt.rate_units != RU_MBPS) {
+			fprintf(stderr, "Packet Pacing only supports MEGA_BYTE_PS.\n");
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -599,7 +739,7 @@ static int settle_opts(void)
 		opt.cq_mod = 1;
 	if (opt.cq_mod > opt.tx_depth)
 		opt.cq_mod = opt.tx_depth;
-	return 0;
+	return settle_rate_limit();
 }
 
 static uint64_t page_size(void)
@@ -1274,6 +1414,7 @@ int main(int argc, char **argv)
 	opt.post_list = 1;
 	opt.limit_bw = -1;
 	opt.limit_msgrate = -1;
+	opt.rate_units = RU_GBPS;
 	if (t < 0 && argc > 1) {
 		t = find_test(argv[1]);
 		if (t >= 0) {

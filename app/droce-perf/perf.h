@@ -55,6 +55,12 @@ enum perf_conn { C_RC, C_UC, C_UD };	/* -c */
 #define PERF_GRH_LEN		40
 enum perf_atomic { A_CMP_AND_SWAP, A_FETCH_AND_ADD };
 enum perf_output { OUT_FULL = -1, OUT_BW = 0, OUT_MR = 1, OUT_LAT = 2 };
+/* perftest's rate limiters: none, SW (the client's posting loop), HW (a
+ * static rate in the QP's address: InfiniBand only, so on RoCE perftest
+ * falls back to SW) and PP (packet pacing: droce's engine paces each QP,
+ * ibv_modify_qp_rate_limit) */
+enum perf_rate_type { RL_NONE, RL_SW, RL_HW, RL_PP };
+enum perf_rate_units { RU_MBPS, RU_GBPS, RU_PPS };	/* --rate_units M, g, p */
 enum perf_engine { ENG_DEFAULT, ENG_LCORE, ENG_APP, ENG_SPLIT };
 
 struct perf_opts {
@@ -108,6 +114,13 @@ struct perf_opts {
 	int comp_vector;		/* -X */
 	int tclass;			/* --tclass: GRH traffic class (IP TOS) */
 	uint32_t flow_label;		/* --flow_label: GRH flow label */
+	double rate_limit;		/* --rate_limit (0: none) */
+	const char *rate_limit_str;	/* as given (HW: one of IB's rates) */
+	enum perf_rate_units rate_units;
+	enum perf_rate_type rate_type;
+	bool rate_type_set;		/* --rate_limit_type given */
+	int burst_size;			/* --burst_size: messages per burst */
+	int typical_pkt_size;		/* --typical_pkt_size (PP), bytes */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;

@@ -429,13 +429,37 @@ int side_connect(struct perf_side *s)
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = (uint8_t)rd;
+		/* PP: perftest's conversion of MB/sec to kbps */
+		if (opt.rate_type == RL_PP)
+			a.rate_limit = opt.rate_limit * 8 * 1024 >= UINT32_MAX ?
+				       UINT32_MAX :
+				       (uint32_t)(opt.rate_limit * 8 * 1024);
 		/* UC, UD: no ACKs, so no timeout, retries or reads */
 		if (ibv_modify_qp(s->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 				  (opt.conn != C_RC ? 0 :
 				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))) {
+				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) |
+				  (opt.rate_type == RL_PP ? IBV_QP_RATE_LIMIT : 0))) {
 			PERF_ERR("Failed to modify QP to RTS\n");
 			return -1;
+		}
+		/* a burst or a packet size named: the extended verb */
+		if (opt.rate_type == RL_PP &&
+		    (opt.burst_size > 0 || opt.typical_pkt_size > 0)) {
+			struct ibv_qp_rate_limit_attr rl = {
+				.rate_limit = a.rate_limit,
+				.max_burst_sz = (uint64_t)opt.burst_size *
+						opt.size > (16u << 20) ? 16u << 20 :
+						(uint32_t)(opt.burst_size * opt.size),
+				.typical_pkt_sz = (uint16_t)opt.typical_pkt_size,
+			};
+			int e = ibv_modify_qp_rate_limit(s->qp[i], &rl);
+
+			if (e) {
+				PERF_ERR("Failed to set the QP's rate limit: %s\n",
+					 strerror(e));
+				return -1;
+			}
 		}
 	}
 	return 0;

@@ -391,8 +391,19 @@ static int post_recvs(struct perf_side *s, int q, int n)
 
 /* ------------------------------------------------------ bandwidth */
 
+/* --rate_limit_type SW, perftest's: bursts of burst_size messages, each
+ * started no sooner than gap cycles after the one before. */
+struct bw_limiter {
+	bool on;
+	bool sending;			/* a burst under way */
+	int iter;			/* its messages so far */
+	uint64_t gap;			/* TSC cycles between burst starts */
+	uint64_t deadline;		/* the next burst's earliest start */
+};
+
 struct bw_state {
 	struct perf_side *s;
+	struct bw_limiter rl;
 	uint64_t iters;			/* per QP, 0 in duration mode */
 	uint64_t tot;			/* iters * nqps */
 	uint64_t totscnt, totccnt;
@@ -449,7 +460,32 @@ static int bw_client_init(struct bw_state *b, struct perf_side *s)
 	b->last_progress = perf_tsc();
 	for (int q = 0; q < s->nqps; q++)
 		bw_ready_push(b, q);
+	if (opt.rate_type == RL_SW) {
+		/* the message rate (perftest's rate_limit_pps) */
+		double pps = opt.rate_units == RU_MBPS ?
+			     opt.rate_limit / (double)cur_size * 1048576 :
+			     opt.rate_units == RU_GBPS ?
+			     opt.rate_limit / ((double)cur_size * 8) * 1e9 :
+			     opt.rate_limit;
+
+		b->rl.on = true;
+		b->rl.gap = (uint64_t)(perf_tsc_hz() * opt.burst_size / pps);
+	}
 	return 0;
+}
+
+/* SW limiter: may a message be posted now? Starts a burst when its time
+ * has come. */
+static inline bool bw_rl_open(struct bw_limiter *rl, uint64_t now)
+{
+	if (!rl->on || rl->sending)
+		return true;
+	if (now < rl->deadline)
+		return false;
+	rl->deadline = now + rl->gap;
+	rl->sending = true;
+	rl->iter = 0;
+	return true;
 }
 
 static void bw_client_fini(struct bw_state *b)
@@ -476,11 +512,17 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 		struct perf_qpstat *st = &s->st[q];
 		struct ibv_send_wr *w = &s->wr[q * pl];
 
+		if (!bw_rl_open(&b->rl, now))
+			break;	/* between bursts: the QPs stay in line */
 		if (++b->rhead == s->nqps)
 			b->rhead = 0;
 		b->rcount--;
 		b->inq[q] = 0;
 		while (bw_can_post(b, st)) {
+			if (!bw_rl_open(&b->rl, now)) {
+				bw_ready_push(b, q);	/* its turn comes again */
+				break;
+			}
 			for (int j = 0; j < pl; j++) {
 				uint64_t seq = st->scnt + (uint64_t)j + 1;
 
@@ -513,6 +555,8 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 			}
 			st->scnt += (uint64_t)pl;
 			b->totscnt += (uint64_t)pl;
+			if (b->rl.on && (b->rl.iter += pl) >= opt.burst_size)
+				b->rl.sending = false;
 			if (opt.cycles || (s->tp && !win.on))
 				now = perf_tsc();
 		}
@@ -765,6 +809,14 @@ static void inf_period(const struct bw_state *bc, int ns,
 		perf_stop = 1;
 }
 
+static bool rl_between(const struct bw_state *bc, int ns)
+{
+	for (int i = 0; i < ns; i++)
+		if (bc[i].rl.on && !bc[i].rl.sending && !bc[i].done)
+			return true;
+	return false;
+}
+
 /*
  * One bandwidth run. c and srv are the ends in this process (loopback: both;
  * two processes: one, the other NULL). The client sends; the server, in
@@ -838,7 +890,10 @@ int run_bw(struct perf_side *c, struct perf_side *srv)
 			break;
 		if (opt.run_inf)
 			inf_period(bc, ns, bs, nr);
-		if (nev && polled_total == polled && events_wait(ev, nev))
+		/* (a SW limiter between bursts waits busy, as perftest's
+		 * loop does: nothing may be in flight to wake it) */
+		if (nev && polled_total == polled && !rl_between(bc, ns) &&
+		    events_wait(ev, nev))
 			goto out;
 	}
 	ret = 0;

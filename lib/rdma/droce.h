@@ -172,6 +172,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)") \
 	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every eng_keeper_us, not every 1 ms") \
 	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)") \
+	X(pace_waits, "times a QP's send queue waited for its rate limit (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT)") \
+	X(eng_paced, "now (not a count): QPs of the engine waiting for their rate limit's next send time") \
 	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)")
 
 struct droce_dev_stats {
@@ -190,7 +192,8 @@ struct droce_dev_stats {
 	X(naks_tx, "NAKs sent (RNR included)") \
 	X(naks_rx, "NAKs received (RNR included)") \
 	X(rnr_naks_tx, "RNR NAKs sent") \
-	X(rnr_naks_rx, "RNR NAKs received")
+	X(rnr_naks_rx, "RNR NAKs received") \
+	X(pace_waits, "times the send queue waited for its rate limit (ibv_modify_qp_rate_limit)")
 
 struct droce_qp_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -62,6 +62,11 @@ static inline void droce_trace_refresh(void)
 #define DROCE_MAX_INLINE	512
 #define DROCE_MAX_RD_ATOMIC	16
 #define DROCE_MAX_MSG		(1u << 31)
+/* Packet pacing (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT): the range
+ * of rates in kbps and the longest burst a QP may be given, bytes. */
+#define DROCE_RATE_MIN_KBPS	1
+#define DROCE_RATE_MAX_KBPS	100000000u	/* 100 Gbit/s */
+#define DROCE_RATE_MAX_BURST	(16u << 20)
 #define DROCE_QPN_BASE		0x11	/* QPN 0/1 are special; rxe starts at 0x11 too */
 #define DROCE_MAX_DEVS		16
 #define DROCE_NB_NEIGH		64
@@ -302,6 +307,7 @@ enum droce_qp_flags {
 	DROCE_QPF_RESP_DEAD = 1u << 7,	/* a fatal NAK waits behind owed responses */
 	DROCE_QPF_LAST_WQE = 1u << 8,	/* IBV_EVENT_QP_LAST_WQE_REACHED sent */
 	DROCE_QPF_ON_RESP = 1u << 9,	/* linked on the engine's responder list */
+	DROCE_QPF_ON_PACE = 1u << 10,	/* waiting on the engine's pacing wheel */
 };
 
 struct droce_qp {
@@ -349,6 +355,11 @@ struct droce_qp {
 					 * neighbour entry's generation; or
 					 * &neigh_gen itself: never changes) */
 	const uint32_t *neigh_genp;
+	/* Packet pacing as asked (control path writes under the QP's mutex,
+	 * then the engine derives its own figures: qp_rate_changed). */
+	uint32_t rate_limit;		/* kbps; 0: not limited */
+	uint32_t rate_max_burst;	/* bytes; 0: the engine's default */
+	uint16_t rate_typical_pkt;	/* bytes; 0: a path-MTU frame */
 
 	/* send queue: application side */
 	uint8_t *sq_buf;
@@ -389,6 +400,15 @@ struct droce_qp {
 	uint64_t timer_tick;		/* the slot's tick it is filed under */
 	struct droce_qp *arp_next;	/* engine list of QPs waiting for ARP */
 	uint64_t arp_poll_tsc;		/* next look at the neighbour table */
+	/* Pacing: a virtual clock (GCRA). A packet may leave while
+	 * pace_tat - pace_burst_tsc <= now; each one sent moves pace_tat
+	 * on by its bytes' worth of TSC cycles at the QP's rate. */
+	uint64_t pace_cyc_q16;		/* TSC cycles per byte << 16; 0: not paced */
+	uint64_t pace_tat;
+	uint64_t pace_burst_tsc;
+	uint64_t pace_due;		/* when a waiting QP may send again */
+	struct droce_qp *pace_next;	/* engine pacing wheel slot */
+	struct droce_qp **pace_pprev;
 	/* requester */
 	struct droce_swqe_state *sq_state;
 	uint32_t req_next;		/* next WQE to start */
@@ -553,6 +573,8 @@ struct droce_drv_ops {
 	/* A thread starts (+1) or stops (-1) sleeping for a completion or
 	 * async event: an app-driven engine then runs on its own, promptly. */
 	void (*app_waiting)(struct droce_dev *dev, int delta);
+	/* On the engine (from exec): the QP's rate_limit fields changed. */
+	void (*qp_rate_changed)(struct droce_qp *qp);
 	/* The eng_* counters of the engine serving the device. */
 	void (*eng_stats)(const struct droce_dev *dev, struct droce_dev_stats *st);
 };

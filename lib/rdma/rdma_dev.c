@@ -476,6 +476,8 @@ struct ibv_srq *droce_create_srq_ex(struct ibv_context *ctx,
 				    struct ibv_srq_init_attr_ex *init);
 int droce_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 int droce_modify_cq(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+int droce_modify_qp_rate_limit(struct ibv_qp *qp,
+			       struct ibv_qp_rate_limit_attr *attr);
 
 /* The engine's clock is the TSC (CQE timestamps, hca_core_clock in kHz). */
 static int droce_query_rt_values(struct ibv_context *ctx,
@@ -534,6 +536,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.create_qp_ex = droce_create_qp_ex;
 	c->vctx.create_srq_ex = droce_create_srq_ex;
 	c->vctx.modify_cq = droce_modify_cq;
+	c->vctx.modify_qp_rate_limit = droce_modify_qp_rate_limit;
 	c->vctx.query_rt_values = droce_query_rt_values;
 	c->vctx.get_srq_num = droce_get_srq_num;
 	pthread_mutex_lock(&dev->lock);
@@ -640,6 +643,12 @@ static int droce_query_device_ex(struct ibv_context *ctx,
 	a.raw_packet_caps = 0;
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = rte_get_tsc_hz() / 1000;	/* kHz */
+	/* The engine paces any QP's send queue (eth_pace.c). */
+	a.packet_pacing_caps.qp_rate_limit_min = DROCE_RATE_MIN_KBPS;
+	a.packet_pacing_caps.qp_rate_limit_max = DROCE_RATE_MAX_KBPS;
+	a.packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RC |
+					      1u << IBV_QPT_UC |
+					      1u << IBV_QPT_UD;
 	memcpy(attr, &a, RTE_MIN(attr_size, sizeof(a)));
 	return 0;
 }

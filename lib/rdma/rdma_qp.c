@@ -75,10 +75,11 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 			},
 			.opt = {
 				[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE |
+				       IBV_QP_RATE_LIMIT,
 				[UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_PATH_MIG_STATE,
-				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				       IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RATE_LIMIT,
 			} },
 	},
 	[IBV_QPS_RTS] = {
@@ -87,10 +88,11 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_RTS] = { .valid = true,
 			.opt = {
 				[RC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-				       IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER,
+				       IBV_QP_PATH_MIG_STATE | IBV_QP_MIN_RNR_TIMER |
+				       IBV_QP_RATE_LIMIT,
 				[UC] = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_ALT_PATH |
-				       IBV_QP_PATH_MIG_STATE,
-				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				       IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RATE_LIMIT,
 			} },
 		[IBV_QPS_SQD] = { .valid = true,
 			.opt = { [RC] = IBV_QP_EN_SQD_ASYNC_NOTIFY,
@@ -103,10 +105,11 @@ static const struct qp_transition qp_table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 		[IBV_QPS_RTS] = { .valid = true,
 			.opt = {
 				[RC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE,
+				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE |
+				       IBV_QP_RATE_LIMIT,
 				[UC] = IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_PATH_MIG_STATE,
-				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY,
+				       IBV_QP_PATH_MIG_STATE | IBV_QP_RATE_LIMIT,
+				[UD] = IBV_QP_CUR_STATE | IBV_QP_QKEY | IBV_QP_RATE_LIMIT,
 			} },
 		[IBV_QPS_SQD] = { .valid = true,
 			.opt = {
@@ -465,6 +468,13 @@ static void modify_apply(void *arg)
 		qp->retry_cnt = a->retry_cnt;
 	if (m & IBV_QP_RNR_RETRY)
 		qp->rnr_retry = a->rnr_retry;
+	if (m & IBV_QP_RATE_LIMIT) {
+		/* (ibv_modify_qp carries no burst or packet size: defaults) */
+		qp->rate_limit = a->rate_limit;
+		qp->rate_max_burst = 0;
+		qp->rate_typical_pkt = 0;
+		droce_drv->qp_rate_changed(qp);
+	}
 	if (m & IBV_QP_AV) {
 		qp->ah = a->ah_attr;
 		qp->dst_gid = a->ah_attr.grh.dgid;
@@ -508,6 +518,57 @@ static bool av_ok(struct droce_dev *dev, const struct ibv_ah_attr *ah)
 	if (ah->grh.sgid_index == 1)
 		return memcmp(ah->grh.dgid.raw, v4_prefix, 12) == 0;
 	return memcmp(ah->grh.dgid.raw, ll_prefix, 8) == 0;
+}
+
+/* 0 (no limit) or within the packet_pacing_caps droce reports. */
+static bool rate_ok(uint32_t kbps)
+{
+	return kbps == 0 ||
+	       (kbps >= DROCE_RATE_MIN_KBPS && kbps <= DROCE_RATE_MAX_KBPS);
+}
+
+struct rate_job {
+	struct droce_qp *qp;
+	struct ibv_qp_rate_limit_attr attr;
+};
+
+static void rate_apply(void *arg)
+{
+	struct rate_job *j = arg;
+
+	j->qp->rate_limit = j->attr.rate_limit;
+	j->qp->rate_max_burst = j->attr.max_burst_sz;
+	j->qp->rate_typical_pkt = j->attr.typical_pkt_sz;
+	droce_drv->qp_rate_changed(j->qp);
+}
+
+/*
+ * ibv_modify_qp_rate_limit(): the engine paces what the QP's send queue
+ * transmits (requests, retransmissions included; not the READ responses
+ * and ACKs it owes its peer's work) to rate_limit kbps of frame bytes,
+ * in bursts of up to max_burst_sz bytes. Any state: a QP not yet in RTS
+ * keeps the setting for when it sends.
+ */
+int droce_modify_qp_rate_limit(struct ibv_qp *ibqp,
+			       struct ibv_qp_rate_limit_attr *attr)
+{
+	struct droce_qp *qp;
+	struct rate_job j;
+
+	if (ibqp == NULL || attr == NULL || attr->comp_mask != 0 ||
+	    !rate_ok(attr->rate_limit) ||
+	    attr->max_burst_sz > DROCE_RATE_MAX_BURST)
+		return EINVAL;
+	if (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC &&
+	    ibqp->qp_type != IBV_QPT_UD)
+		return EINVAL;
+	qp = droce_qp_of(ibqp);
+	j.qp = qp;
+	j.attr = *attr;
+	pthread_mutex_lock(&ibqp->mutex);
+	droce_drv->exec(qp->dev, rate_apply, &j);
+	pthread_mutex_unlock(&ibqp->mutex);
+	return 0;
 }
 
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
@@ -575,6 +636,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		goto einval;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		goto einval;
+	if ((mask & IBV_QP_RATE_LIMIT) && !rate_ok(attr->rate_limit))
+		goto einval;
 	droce_drv->exec(dev, modify_apply, &j);
 	pthread_mutex_unlock(&ibqp->mutex);
 	return 0;
@@ -615,6 +678,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	attr->retry_cnt = qp->retry_cnt;
 	attr->rnr_retry = qp->rnr_retry;
 	attr->sq_draining = 0;
+	attr->rate_limit = qp->rate_limit;
 	init_attr->qp_context = ibqp->qp_context;
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;

@@ -60,6 +60,12 @@
 #    it) and from UDP source port 58177 (the label's port,
 #    ibv_flow_label_to_udp_sport); rxe's with TOS 96 too (perftest 4.5
 #    sets no flow label);
+#  - a rate limit of 2 MB/sec in bursts of 2 messages (pp_write_bw; first
+#    mode only): perftest on rxe with its SW limiter, droce-perf with
+#    droce's packet pacing (--rate_limit_type PP, which perftest allows
+#    on raw Ethernet QPs only); the client's row at most 2.5 MB/sec (the
+#    limit, one burst ahead, and perftest's count of N bursts over N-1
+#    gaps), and a droce client's QP waited for its rate (c_pace_waits);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -108,6 +114,7 @@ srq_send_bw  send_bw    4096   --use-srq
 mrqp_read_bw read_bw    4096   --mr_per_qp:-q:2
 gap_write_lat write_lat 64     --latency_gap:20
 tc_write_bw  write_bw   4096   --tclass:96:--flow_label:74565
+pp_write_bw  write_bw   4096   --rate_limit:2:--rate_units:M:--rate_limit_type:SW:--burst_size:2
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -347,6 +354,8 @@ run() {
 		return
 	fi
 	dx="$DX_KV $DX_CHECK"
+	# droce paces its QP itself (a later --rate_limit_type wins)
+	case $name in pp_*) dx="$dx --rate_limit_type PP" ;; esac
 	local args="-x 1 -F -p $PORT -n $ITERS $extra"
 	case $name in
 	*_mtu4096)
@@ -395,6 +404,17 @@ run() {
 			io_fail "$label: droce's row '$(row "$dir/droce.out")' is not rxe's '$(row "$dir/rxe.out")'" ;;
 	tc_*)
 		tc_check "$label" ;;
+	pp_*)
+		local pw
+		row "$([ "$3" = rxe ] && echo "$dir/droce.out" || echo "$dir/rxe.out")" |
+			awk '{ exit !($4 <= 2.5) }' ||
+			io_fail "$label: the client's row '$(row "$dir/droce.out")' is above 2 MB/sec (and a burst)"
+		if [ "$3" = rxe ]; then
+			pw=$(grep '^DROCE_PERF ' "$dir/droce.out" | tail -n 1 |
+			     tr ' ' '\n' | sed -n 's/^c_pace_waits=//p')
+			[ "${pw:-0}" -gt 0 ] ||
+				io_fail "$label: droce's QP never waited for its rate (c_pace_waits=${pw:-none})"
+		fi ;;
 	mrqp_*)
 		local f
 		for f in "$dir/rxe.out" "$dir/droce.out"; do
@@ -431,7 +451,7 @@ for mode in $MODES; do
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
 		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP, gap and tclass runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*|pp_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

@@ -437,6 +437,31 @@ run send_lat-gap-D 0 send_lat -D 0.6 --latency_gap 100 $APP &&
 	    'BEGIN { exit !(n > 0 && n <= 3000 && a > 0 && a < 50) }' ||
 	fail "send_lat-gap-D: iters=$(kv "$LAST" iters) t_avg=$(kv "$LAST" t_avg) (0.3 s window, 100 us gaps)"
 
+# rate limits (never a speed: only that the rate is not above the limit)
+# rate_at_most <label> <bytes/s>: $LAST's bandwidth at most that (5 % for
+# the clock's one burst ahead), and the pacing counter as the limiter says
+rate_at_most() {
+	awk -v b="$(kv "$LAST" bw_Bps)" -v l="$2" 'BEGIN { exit !(b > 0 && b <= l * 1.05) }' ||
+		fail "$1: bw_Bps=$(kv "$LAST" bw_Bps), limit $2"
+}
+# SW, perftest's: bursts of 16 messages every 16 / (0.1e9 / 8 / 1024) s
+run write_bw-sw 0 write_bw -s 1024 -n 2000 --rate_limit 0.1 --rate_limit_type SW --burst_size 16 $APP &&
+	check_bw write_bw-sw 1024 2000 1 && rate_at_most write_bw-sw 12500000 &&
+	{ [ "$(kv "$LAST" c_pace_waits)" = 0 ] || fail "write_bw-sw: c_pace_waits=$(kv "$LAST" c_pace_waits)"; }
+# the HW limiter is InfiniBand's: on RoCE perftest (and droce-perf) use SW
+run read_bw-hw 0 read_bw -s 4096 -n 400 --rate_limit 2.5 --burst_size 8 $APP &&
+	check_bw read_bw-hw 4096 400 1 && rate_at_most read_bw-hw 312500000 &&
+	{ grep -q "providing SW rate limit" "$LAST.err" ||
+	  fail "read_bw-hw: no fall back to SW: $(cat "$LAST.err")"; }
+# PP: droce's engine paces the QP (10 "MB/s": 81920 kbit/s of frames,
+# payload less); the waits are counted, on the client's device only
+run write_bw-pp 0 write_bw -s 1024 -n 2000 --rate_limit 10 --rate_units M --rate_limit_type PP $APP &&
+	check_bw write_bw-pp 1024 2000 1 && rate_at_most write_bw-pp 10240000 &&
+	{ [ "$(kv "$LAST" c_pace_waits)" -gt 100 ] && [ "$(kv "$LAST" s_pace_waits)" = 0 ] ||
+	  fail "write_bw-pp: c_pace_waits=$(kv "$LAST" c_pace_waits) s_pace_waits=$(kv "$LAST" s_pace_waits)"; }
+run send_bw-ud-pp 0 send_bw -c UD -s 1024 -n 2000 --rate_limit 10 --rate_units M --rate_limit_type PP --burst_size 8 --typical_pkt_size 1100 $APP &&
+	check_bw send_bw-ud-pp 1024 2000 1 && rate_at_most send_bw-ud-pp 10240000
+
 # unsupported transports and UC's missing operations are refused cleanly
 # refused <label> <message> <args...>
 refused() {
@@ -466,5 +491,14 @@ refused "write_lat -y" "are for bandwidth tests" write_lat -y 1
 refused "write_bw -w -1" "Invalid minimum BW limit" write_bw -w -1
 refused "write_bw --tclass 256" "Invalid traffic class" write_bw --tclass 256
 refused "write_bw --flow_label 0x100000" "Invalid flow label" write_bw --flow_label 0x100000
+refused "write_bw --burst_size 4" "Can't enable burst mode when rate limiter is off" write_bw --burst_size 4
+refused "write_bw --rate_limit 1" "Unknown rate limit value" write_bw --rate_limit 1
+refused "write_bw --rate_limit 10 HW" "failed to accept HW rate limit" write_bw --rate_limit 10 --rate_limit_type HW
+refused "write_bw --rate_limit 10 p HW" "pps rate limit units is not supported" write_bw --rate_limit 10 --rate_units p
+refused "write_bw --rate_limit 10 g PP" "Packet Pacing only supports MEGA_BYTE_PS" write_bw --rate_limit 10 --rate_limit_type PP
+refused "write_bw --typical_pkt_size" "Typical packet size only supports PP" write_bw --rate_limit 1 --rate_limit_type SW --typical_pkt_size 100
+refused "write_lat SW" "SW Rate limiter cann't be executed" write_lat --rate_limit 1 --rate_limit_type SW
+refused "write_bw SW --run_infinitely" "run_infinitely does not support rate limit" write_bw --rate_limit 1 --rate_limit_type SW --run_infinitely
+refused "write_bw PP 1e9 MB/s" "Failed to modify QP to RTS" write_bw --rate_limit 1000000000 --rate_units M --rate_limit_type PP
 
 finish "$RUNS runs"

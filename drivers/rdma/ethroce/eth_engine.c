@@ -176,6 +176,7 @@ static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
 	list_remove(eng, qp, true);
 	if (qp->flags & DROCE_QPF_ON_TIMER)
 		wheel_unlink(qp);
+	eth_pace_unlink(eng, qp);
 	eth_qp_arp_done(eng, qp);
 }
 
@@ -485,6 +486,9 @@ int eth_engine_iter(struct droce_engine *eng)
 	account_stall(eng, now);
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
+	/* (a paced QP put back counts as work: the next iteration sends) */
+	if (unlikely(eng->pace_nb) && (now >> eng->pace_shift) != eng->pace_tick)
+		n += eth_pace_run(eng, now);
 	n += run_exec(eng);
 	eng->loops++;
 	if (n)
@@ -539,7 +543,21 @@ static int engine_main(void *arg)
 			continue;
 		}
 		/* Idle back-off: 1, 2, 4 ... idle_us microseconds, cut short
-		 * by a doorbell or a control call (engine_wake). */
+		 * by a doorbell or a control call (engine_wake). While a
+		 * paced QP waits, the sleep is until its send time (at most
+		 * idle_us) at once: ramping up from 1 us between a slow QP's
+		 * packets cost half a core at 2 400 packets/s. */
+		if (unlikely(eng->pace_nb)) {
+			uint64_t due = eth_pace_next_tsc(eng), now = eth_now();
+			uint64_t us = due > now ? (due - now) / (eng->tsc_hz / 1000000) : 0;
+
+			if (us == 0) {
+				rte_pause();
+				continue;
+			}
+			engine_sleep(eng, (uint32_t)RTE_MIN(us, (uint64_t)RTE_MAX(eng->idle_us, 1u)));
+			continue;
+		}
 		engine_sleep(eng, sleep_us);
 		if (sleep_us < eng->idle_us)
 			sleep_us = RTE_MIN(sleep_us * 2, eng->idle_us);
@@ -704,6 +722,7 @@ static struct droce_engine *engine_new(int lcore)
 	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
 		eng->tick_shift++;
 	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
+	eth_pace_init(eng);
 	eng->stall_min_tsc = eng->tsc_hz / 1000000 *
 			     (lcore < 0 ? ETH_STALL_APP_US : ETH_STALL_US);
 	droce_trace_refresh();
@@ -901,6 +920,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_waiters = eng->app_waiters;
 	st->eng_keeper_us = eng->lcore < 0 ? eng->keeper_wait_us : 0;
 	st->eng_wakes = __atomic_load_n(&eng->wakes, __ATOMIC_RELAXED);
+	st->eng_paced = __atomic_load_n(&eng->pace_nb, __ATOMIC_RELAXED);
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;
@@ -915,6 +935,7 @@ static const struct droce_drv_ops eth_ops = {
 	.exec = eth_exec,
 	.poll = eth_poll,
 	.qp_state_changed = eth_qp_state_changed,
+	.qp_rate_changed = eth_pace_changed,
 };
 
 RTE_INIT(eth_register)

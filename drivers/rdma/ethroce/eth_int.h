@@ -31,6 +31,8 @@
 #define ETH_WHEEL_SLOTS		1024	/* power of two */
 #define ETH_TICK_US		50
 #define ETH_ARP_POLL_US		1000
+#define ETH_PACE_SLOTS		256	/* pacing wheel, ~1 us ticks: power of two */
+#define ETH_PACE_BURST_US	64	/* default burst: this long at the QP's rate */
 #define ETH_LINK_CHECK_MS	100
 #define ETH_KEEPER_US		1000
 #define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event
@@ -67,6 +69,16 @@ struct droce_engine {
 	uint64_t wheel_tick;		/* last tick processed */
 	unsigned int tick_shift;
 	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
+	/*
+	 * Paced QPs waiting for their next send time (eth_pace.c): a second
+	 * wheel with ticks of 2^pace_shift TSC cycles (~1 us), as the
+	 * requester's timer wheel's 50 us would bunch a paced QP's packets.
+	 * Visited only while pace_nb is non-zero.
+	 */
+	struct droce_qp *pace_wheel[ETH_PACE_SLOTS];
+	uint64_t pace_tick;		/* last tick processed */
+	unsigned int pace_shift;
+	uint32_t pace_nb;		/* QPs on the pacing wheel */
 	uint64_t tsc_hz;
 	uint64_t rx_tsc;			/* TSC at the current rx burst (0 if
 					 * tsc_hz is 0): one read per burst */
@@ -368,6 +380,43 @@ static inline void eth_rd_uncount(struct droce_qp *qp,
 static inline uint64_t eth_now(void)
 {
 	return rte_rdtsc();
+}
+
+/* eth_pace.c: per-QP packet pacing (ibv_modify_qp_rate_limit) */
+void eth_pace_init(struct droce_engine *eng);
+void eth_pace_changed(struct droce_qp *qp);
+void eth_pace_wait(struct droce_engine *eng, struct droce_qp *qp, uint64_t due);
+void eth_pace_unlink(struct droce_engine *eng, struct droce_qp *qp);
+int eth_pace_run(struct droce_engine *eng, uint64_t now);
+uint64_t eth_pace_next_tsc(const struct droce_engine *eng);
+
+/*
+ * May a paced QP (pace_cyc_q16 != 0: the caller looks first, once per
+ * turn) send its next packet now? If not, it goes on the pacing wheel
+ * until it may, and the requester stops.
+ */
+static inline bool eth_pace_hold(struct droce_qp *qp)
+{
+	uint64_t now = eth_now();
+
+	if (qp->pace_tat <= now + qp->pace_burst_tsc)
+		return false;
+	eth_pace_wait(qp->eng, qp, qp->pace_tat - qp->pace_burst_tsc);
+	return true;
+}
+
+/* A paced QP sent a packet of `payload` bytes: move its clock on by the
+ * frame's worth (payload and the headers up to BTH, and the ICRC). The
+ * extended headers (RETH, DETH ...) are not counted. */
+static inline void eth_pace_charge(struct droce_qp *qp, uint32_t payload)
+{
+	uint64_t now = eth_now(), bytes;
+
+	bytes = payload + 14 + 8 + 12 + 4 + (qp->tmpl.ipv6 ? 40 : 20) +
+		(qp->tmpl.has_vlan ? 4 : 0);
+	if (qp->pace_tat < now)
+		qp->pace_tat = now;	/* an idle QP saves no credit beyond its burst */
+	qp->pace_tat += (bytes * qp->pace_cyc_q16) >> 16;
 }
 
 #endif /* ETH_INT_H */

@@ -914,6 +914,9 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 	 * share it (the application may not touch a posted WQE). */
 	struct wqe_view v;
 	uint32_t v_idx = qp->req_cur - 1;
+	/* (the rate changes only between engine turns) */
+	const bool paced = qp->pace_cyc_q16 != 0;
+	uint32_t off0;
 
 	while (*budget && qp->req_cur != pi && qp->state == IBV_QPS_RTS &&
 	       !(qp->flags & DROCE_QPF_REQ_STALL)) {
@@ -931,6 +934,8 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			*budget = 0;	/* requeue: the port is full, not us */
 			break;
 		}
+		if (unlikely(paced) && eth_pace_hold(qp))
+			break;		/* on the pacing wheel until its time */
 		if (idx == v_idx && qp->req_off != 0)
 			goto decoded;	/* the next packet of the same message */
 		v_idx = idx;
@@ -987,8 +992,13 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			}
 		}
 decoded:
+		/* (one call site: send_one stays inlined) */
+		off0 = qp->req_off;
 		if (!send_one(qp, &v, st))
 			break;
+		if (unlikely(paced))
+			eth_pace_charge(qp, op_is_rd_atomic(v.op) ? 0 :
+					RTE_MIN(v.length - off0, qp->mtu));
 		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)
 			qp->req_psn_max = qp->req_psn;
 		qp->st.tx_pkts++;
@@ -1184,7 +1194,8 @@ void eth_qp_send_error(struct droce_qp *qp)
 
 void eth_qp_reset(struct droce_qp *qp)
 {
-	qp->flags = 0;
+	qp->flags = 0;	/* (off every engine list by now: unlink_qp) */
+	qp->pace_tat = 0;
 	qp->req_next = qp->req_cur = qp->req_acked = qp->req_hwm = 0;
 	qp->req_seq_nak_seen = qp->req_gap_seen = false;
 	qp->req_off = 0;
