@@ -31,7 +31,7 @@ static const struct {
 	{ IBV_QP_ALT_PATH, "alt_path" }, { IBV_QP_MIN_RNR_TIMER, "min_rnr_timer" },
 	{ IBV_QP_SQ_PSN, "sq_psn" }, { IBV_QP_MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic" },
 	{ IBV_QP_PATH_MIG_STATE, "path_mig_state" }, { IBV_QP_CAP, "cap" },
-	{ IBV_QP_DEST_QPN, "dqpn" },
+	{ IBV_QP_DEST_QPN, "dqpn" }, { IBV_QP_RATE_LIMIT, "rate_limit" },
 };
 
 static void mask_str(int mask, char *buf, size_t len)
@@ -315,6 +315,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 				{ "sgid_index", 0, UINT8_MAX },
 				{ "hop_limit", 0, UINT8_MAX },
 				{ "traffic_class", 0, UINT8_MAX },
+				{ "rate_limit", IBV_QP_RATE_LIMIT, UINT32_MAX },
 			};
 			size_t n;
 
@@ -324,7 +325,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 			if (n == RTE_DIM(num))
 				return con_err("%s: unknown attribute '%s' (pkey port access qkey mtu dqpn dgid sgid_index hop_limit "
 					       "traffic_class rq_psn sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer "
-					       "timeout retry_cnt rnr_retry cur_state peer nodefaults)", cmd, k);
+					       "timeout retry_cnt rnr_retry rate_limit cur_state peer nodefaults)", cmd, k);
 			if (con_arg_u64(cmd, k, v, &x, num[n].max))
 				return -1;
 			m->mask |= num[n].mask;
@@ -341,6 +342,7 @@ static int parse_mod(const char *cmd, int argc, char **argv, struct qp_mod *m)
 			case IBV_QP_RETRY_CNT: m->a.retry_cnt = (uint8_t)x; break;
 			case IBV_QP_RNR_RETRY: m->a.rnr_retry = (uint8_t)x; break;
 			case IBV_QP_QKEY: m->a.qkey = (uint32_t)x; break;
+			case IBV_QP_RATE_LIMIT: m->a.rate_limit = (uint32_t)x; break;
 			default:
 				if (k[0] == 's') {
 					sgid_index = x;
@@ -606,6 +608,23 @@ static void show_qp_detail(int id)
 	       PEEK(dq->rq_psn), PEEK(dq->resp_epsn), PEEK(dq->resp_msn),
 	       con_rq_pending(dq), q->srq >= 0 ? " (the SRQ's)" : "",
 	       PEEK(dq->rd_tail) - PEEK(dq->rd_head));
+	if (PEEK(dq->rate_limit)) {
+		uint64_t due = PEEK(dq->pace_due), now = rte_rdtsc();
+		bool waiting = PEEK(dq->flags) & DROCE_QPF_ON_PACE;
+
+		printf("  pacing: %u kbit/s of frames, max_burst_sz %u B%s, typical_pkt_sz %u B%s; %s",
+		       PEEK(dq->rate_limit), PEEK(dq->rate_max_burst),
+		       PEEK(dq->rate_max_burst) ? "" : " (default)",
+		       PEEK(dq->rate_typical_pkt),
+		       PEEK(dq->rate_typical_pkt) ? "" : " (a path MTU's frame)",
+		       waiting ? "waiting" : "not waiting");
+		if (waiting)
+			printf(" (sends again in %.0f us)", due > now ?
+			       (double)(due - now) * 1e6 / (double)g.tsc_hz : 0.0);
+		printf("\n");
+	} else {
+		printf("  pacing: off\n");
+	}
 	flags_str(PEEK(dq->flags), fl, sizeof(fl));
 	printf("  engine flags: %s\n", fl);
 	if (droce_qp_stats_get(q->qp, &st) == 0) {
@@ -640,16 +659,60 @@ static int show_qp(int argc, char **argv)
 	return 0;
 }
 
+/* rate qp <id> <kbps> [burst <bytes>] [pkt <bytes>]: packet pacing */
+static int rate_qp(int argc, char **argv)
+{
+	const char *cmd = "rate qp";
+	struct ibv_qp_rate_limit_attr rl;
+	uint64_t x;
+	int id, ret;
+
+	if (argc < 2 || argc % 2)
+		return con_err("rate qp: usage: rate qp <id> <kbit/s> [burst <bytes>] [pkt <bytes>] (0: no limit)");
+	if (con_get_qp(cmd, argv[0], &id) == NULL)
+		return -1;
+	memset(&rl, 0, sizeof(rl));
+	if (con_arg_u64(cmd, "rate (kbit/s)", argv[1], &x, UINT32_MAX))
+		return -1;
+	rl.rate_limit = (uint32_t)x;
+	for (int i = 2; i < argc; i += 2) {
+		if (strcmp(argv[i], "burst") == 0) {
+			if (con_arg_size(cmd, "burst", argv[i + 1], &x, UINT32_MAX))
+				return -1;
+			rl.max_burst_sz = (uint32_t)x;
+		} else if (strcmp(argv[i], "pkt") == 0) {
+			if (con_arg_size(cmd, "pkt", argv[i + 1], &x, UINT16_MAX))
+				return -1;
+			rl.typical_pkt_sz = (uint16_t)x;
+		} else {
+			return con_err("rate qp: unknown option '%s' (burst pkt)", argv[i]);
+		}
+	}
+	ret = ibv_modify_qp_rate_limit(g.qps[id].qp, &rl);
+	if (ret)
+		return con_err("rate qp: ibv_modify_qp_rate_limit: %s", strerror(ret));
+	if (rl.rate_limit)
+		printf("qp %d: paced at %u kbit/s of frames, bursts of %s%u B\n", id,
+		       rl.rate_limit, rl.max_burst_sz ? "" : "(default) ",
+		       rl.max_burst_sz);
+	else
+		printf("qp %d: not paced\n", id);
+	return 0;
+}
+
 const struct con_cmd con_cmds_qp[] = {
 	{ "qp", "show qp", "[<id>]", "transport (RC/UC/UD, qkey, SRQ) and its state: attributes, PSNs (req_psn/una/epsn), "
 	  "outstanding WQEs, retries, timer, counters", show_qp },
 	{ "qp", "modify qp", "<id> reset|init|rtr|rts|sqd|sqe|err [attr value]... [nodefaults]",
 	  "move a QP to a state. Attributes: pkey port access qkey mtu dqpn dgid sgid_index hop_limit traffic_class rq_psn "
-	  "sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer timeout retry_cnt rnr_retry cur_state, peer <qp> (a local QP "
+	  "sq_psn max_dest_rd_atomic max_rd_atomic min_rnr_timer timeout retry_cnt rnr_retry rate_limit cur_state, peer <qp> (a local QP "
 	  "as the other end). What the transition needs for the QP's transport and is not given is defaulted, unless "
 	  "nodefaults. UD QPs go init (qkey), rtr, rts without a peer", modify_qp },
 	{ "qp", "connect qp", "<a> <b> [mtu <n>] [attr value]... | <a> remote <gid> <qpn> <psn> [mtu <n>]",
 	  "bring RC or UC QPs from RESET (or INIT) to RTS: two local QPs with each other, or one with a remote endpoint", connect_qp },
+	{ "qp", "rate qp", "<id> <kbit/s> [burst <bytes>] [pkt <bytes>]",
+	  "pace what the QP sends (ibv_modify_qp_rate_limit): at most that many kbit/s of frames, in bursts of at "
+	  "most <burst> bytes (default 64 us at the rate, two frames at least); 0: no limit", rate_qp },
 	{ "qp", "show endpoint", "<qp>", "our GID, QPN, PSN (what the other side's 'connect qp ... remote' needs) and MR keys", show_endpoint },
 	{ NULL, NULL, NULL, NULL, NULL },
 };

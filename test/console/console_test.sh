@@ -151,6 +151,15 @@ mw)
 		'BIND_MW mw 1 type 1 rkey .*: mr 1 \+0 access rw,' 'mw 1 +pd 1 .* type 1 .* not bound$' \
 		'^  bind_mw +RC +BIND_MW +5 +5 +0 ' '^  local_inv +RC .* ok' '^  send_inv +RC .* ok'
 	;;
+pace)
+	# the first flow (4 KiB WRITEs) under 40 Mbit/s of frames, the second
+	# (2 KiB) under 80: payload below 0.05 and 0.09 Gbit/s (unpaced: 2-20)
+	feature pace 'pacing: 40000 kbit/s of frames, max_burst_sz 8192 B, .* waiting' \
+		'pace_waits [1-9]' 'RTS -> RTS \(state\|rate_limit\)' 'pacing: off' \
+		'qp 0: not paced' \
+		'write 4096 B x depth 8: [1-9][0-9]* ops in [0-9.]+ s = [0-9]+ msg/s, 0\.0[0-4][0-9] Gbit/s' \
+		'write 2048 B x depth 8: [1-9][0-9]* ops in [0-9.]+ s = [0-9]+ msg/s, 0\.0[0-8][0-9] Gbit/s'
+	;;
 events)
 	feature events 'event: dev 1 \(droce1\): srq_limit_reached' \
 		'event: dev 1 \(droce1\): qp_access_err .* qp 1 ' \
