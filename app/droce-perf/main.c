@@ -119,6 +119,11 @@ static void usage(const char *argv0)
 	printf("      --burst_size=<n>       messages per burst (SW: default the tx depth; PP:\n"
 	       "                             the QP's max_burst_sz is <n> messages' bytes)\n");
 	printf("      --typical_pkt_size=<bytes>  PP: the QP's typical_pkt_sz\n");
+	printf("      --reversed             both ends: the end that listens (the server) sends\n"
+	       "                             and the one that connects receives (perftest's fan-in)\n");
+	printf("      --pkey_index=<n>       P_Key index (droce has one P_Key: 0)\n");
+	printf("      --inline_recv=<size>   accepted, as perftest 4.5 does, without effect\n");
+	printf("      --retry_count=<n>      accepted, as perftest 4.5 does without -R, without effect\n");
 	printf("  -V, --version              print the version\n");
 	printf("Options (droce-perf's):\n");
 	printf("      --loopback             both ends in this process on droce's net_ring pair\n");
@@ -150,7 +155,8 @@ enum {
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
 	O_TCLASS, O_FLOW_LABEL, O_RATE_LIMIT, O_RATE_UNITS, O_RATE_LIMIT_TYPE,
-	O_BURST_SIZE, O_TYPICAL_PKT_SIZE,
+	O_BURST_SIZE, O_TYPICAL_PKT_SIZE, O_REVERSED, O_PKEY_INDEX,
+	O_INLINE_RECV, O_RETRY_COUNT,
 };
 
 static int bad(const char *what, const char *arg)
@@ -222,6 +228,10 @@ static int parse_args(int argc, char **argv)
 		{ "rate_limit_type", 1, NULL, O_RATE_LIMIT_TYPE },
 		{ "burst_size", 1, NULL, O_BURST_SIZE },
 		{ "typical_pkt_size", 1, NULL, O_TYPICAL_PKT_SIZE },
+		{ "reversed", 0, NULL, O_REVERSED },
+		{ "pkey_index", 1, NULL, O_PKEY_INDEX },
+		{ "inline_recv", 1, NULL, O_INLINE_RECV },
+		{ "retry_count", 1, NULL, O_RETRY_COUNT },
 		{ NULL, 0, NULL, 0 }
 	};
 	long v;
@@ -510,6 +520,23 @@ static int parse_args(int argc, char **argv)
 			if (parse_num(optarg, 0, 0xffff, &v))
 				return bad("typical packet size", optarg);
 			opt.typical_pkt_size = (int)v;
+			break;
+		case O_REVERSED: opt.reversed = true; break;
+		case O_PKEY_INDEX:
+			if (parse_num(optarg, 0, 65535, &v))
+				return bad("Pkey index", optarg);
+			/* perftest's ctx_chk_pkey_index, against droce's one
+			 * P_Key (max_pkeys 1) */
+			if (v > 0) {
+				fprintf(stderr, " Specified PKey Index, %ld, greater than allowed max, 0\n", v);
+				fprintf(stderr, " Changing to 0\n");
+			}
+			break;
+		case O_INLINE_RECV:
+		case O_RETRY_COUNT:
+			if (parse_num(optarg, 0, INT32_MAX, &v))
+				return bad(c == O_INLINE_RECV ? "Inline Receive size" :
+					   "Retry Count", optarg);
 			break;
 		case O_NO_INFO: opt.quiet_info = true; break;
 		case O_RETRY_CONNECT: {
@@ -1365,8 +1392,10 @@ static int main_remote(void)
 		goto out;
 	if (oob_versions(rem_version) || oob_sys_data(&cycle_buffer, &cache_line))
 		goto out;
-	/* resources once the cycle buffer is agreed, as perftest */
-	if (side_open(&me, dev, opt.servername != NULL, max_size(),
+	/* resources once the cycle buffer is agreed, as perftest; the
+	 * end that connects is the client unless --reversed (which swaps
+	 * the test's roles, never the exchange's: oob.c goes by servername) */
+	if (side_open(&me, dev, (opt.servername != NULL) != opt.reversed, max_size(),
 		      (uint64_t)cycle_buffer))
 		goto out;
 	me.app_mode = env_app_mode();
@@ -1452,6 +1481,10 @@ int main(int argc, char **argv)
 	if (opt.loopback) {
 		if (opt.servername) {
 			fprintf(stderr, " --loopback takes no host\n");
+			return 1;
+		}
+		if (opt.reversed) {
+			fprintf(stderr, " --reversed swaps the roles of two processes; --loopback runs both ends\n");
 			return 1;
 		}
 		return main_loopback(argv[0]);

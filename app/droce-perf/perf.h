@@ -121,6 +121,7 @@ struct perf_opts {
 	bool rate_type_set;		/* --rate_limit_type given */
 	int burst_size;			/* --burst_size: messages per burst */
 	int typical_pkt_size;		/* --typical_pkt_size (PP), bytes */
+	bool reversed;			/* --reversed: the TCP server sends */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;

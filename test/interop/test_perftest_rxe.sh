@@ -66,6 +66,11 @@
 #    on raw Ethernet QPs only); the client's row at most 2.5 MB/sec (the
 #    limit, one burst ahead, and perftest's count of N bursts over N-1
 #    gaps), and a droce client's QP waited for its rate (c_pace_waits);
+#  - --reversed on both ends (rev_write_bw, rev_send_bw; first mode
+#    only): the end that listens sends and the one that connects
+#    receives; the rows are checked with the roles so swapped (the
+#    listener's own row, the connector's a copy of it for write_bw, its
+#    own count of the SENDs for send_bw);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -115,6 +120,8 @@ mrqp_read_bw read_bw    4096   --mr_per_qp:-q:2
 gap_write_lat write_lat 64     --latency_gap:20
 tc_write_bw  write_bw   4096   --tclass:96:--flow_label:74565
 pp_write_bw  write_bw   4096   --rate_limit:2:--rate_units:M:--rate_limit_type:SW:--burst_size:2
+rev_write_bw write_bw   4096   --reversed
+rev_send_bw  send_bw    4096   --reversed
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -271,6 +278,12 @@ check_pair() {
 	check_errors "$dir/rxe.out" "$label (rxe)"
 	check_errors "$dir/droce.out" "$label (droce)"
 	check_errors "$dir/droce.err" "$label (droce stderr)"
+	if [ "${REV:-}" = 1 ]; then
+		# --reversed: the listener is the test's client (it sends)
+		local tmp=$sout
+		sout=$cout; cout=$tmp
+		tmp=$s; s=$c; c=$tmp
+	fi
 	if [ "$src" -eq 0 ] && [ "$crc" -eq 0 ]; then
 		local kind=bw
 		case $t in *_lat) kind=lat ;; esac
@@ -381,7 +394,10 @@ run() {
 			return
 		fi
 	fi
+	REV=
+	case $name in rev_*) REV=1 ;; esac
 	check_pair "$label" "$dir" "$t" "$size" "$3"
+	REV=
 	case $name in
 	uc_*|ud_*)
 		local ct acks
@@ -451,7 +467,7 @@ for mode in $MODES; do
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
 		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP, gap and tclass runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*|pp_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*|pp_*|rev_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done

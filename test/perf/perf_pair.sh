@@ -145,6 +145,28 @@ if pair send_bw send_bw -s 1000 -n 5000 --check; then
 		fail "send_bw: server: $(grep '^ check: ' "$SRV" | head -2)"
 fi
 
+# --reversed (both ends): the end that listens sends, the one that
+# connects receives; the exchange keeps its order
+if pair write_bw-rev write_bw --reversed -s 4096 -n 2000 --check; then
+	[ "$(kv "$SRV" run_msgs)" = 2000 ] && [ "$(kv "$SRV" errors)" = 0 ] &&
+	[ "$(kv "$SRV" c_tx_pkts)" -ge 8000 ] ||
+		fail "write_bw-rev: the listening end did not send: run_msgs=$(kv "$SRV" run_msgs) c_tx_pkts=$(kv "$SRV" c_tx_pkts)"
+	grep '^ check: ' "$SRV" | grep -qv ' OK$' &&
+		fail "write_bw-rev: $(grep '^ check: ' "$SRV" | head -2)"
+	# the connecting end is the passive server: no run of its own, the
+	# sender's row (from the report exchange)
+	[ -z "$(kv "$CLI" run_msgs)" ] &&
+	[ -n "$(grep -E '^ 4096 +2000 ' "$SRV")" ] &&
+	[ "$(grep -E '^ 4096 +2000 ' "$CLI")" = "$(grep -E '^ 4096 +2000 ' "$SRV")" ] ||
+		fail "write_bw-rev: the connecting end is not the passive server: $(grep -E '^DROCE_PERF|^ 4096 ' "$CLI")"
+fi
+if pair send_bw-rev send_bw --reversed -s 1000 -n 3000 --check; then
+	[ "$(kv "$CLI" msgs)" = 3000 ] && [ "$(kv "$CLI" bytes)" = 3000000 ] ||
+		fail "send_bw-rev: the connecting end received $(kv "$CLI" msgs) messages, $(kv "$CLI" bytes) bytes"
+	[ "$(kv "$SRV" run_msgs)" = 3000 ] ||
+		fail "send_bw-rev: the listening end sent $(kv "$SRV" run_msgs)"
+fi
+
 # READs and 8-byte write_lat round trips
 if pair read_bw read_bw -s 256 -n 5000 --check; then
 	check_counts read_bw 5000 1
