@@ -437,6 +437,13 @@ run send_lat-gap-D 0 send_lat -D 0.6 --latency_gap 100 $APP &&
 	    'BEGIN { exit !(n > 0 && n <= 3000 && a > 0 && a < 50) }' ||
 	fail "send_lat-gap-D: iters=$(kv "$LAST" iters) t_avg=$(kv "$LAST" t_avg) (0.3 s window, 100 us gaps)"
 
+# perftest 4.5's options without effect here: the run is whole; a P_Key
+# index beyond droce's one gets perftest's note and 0
+run write_bw-noops 0 write_bw -s 64 -n 500 --pkey_index 2 --inline_recv 64 --retry_count 3 $APP &&
+	check_bw write_bw-noops 64 500 1 &&
+	{ grep -q "Specified PKey Index, 2, greater than allowed max, 0" "$LAST.err" ||
+	  fail "write_bw-noops: no P_Key index note: $(cat "$LAST.err")"; }
+
 # rate limits (never a speed: only that the rate is not above the limit)
 # rate_at_most <label> <bytes/s>: $LAST's bandwidth at most that (5 % for
 # the clock's one burst ahead), and the pacing counter as the limiter says
@@ -491,6 +498,8 @@ refused "write_lat -y" "are for bandwidth tests" write_lat -y 1
 refused "write_bw -w -1" "Invalid minimum BW limit" write_bw -w -1
 refused "write_bw --tclass 256" "Invalid traffic class" write_bw --tclass 256
 refused "write_bw --flow_label 0x100000" "Invalid flow label" write_bw --flow_label 0x100000
+refused "write_bw --reversed" "--reversed swaps the roles of two processes" write_bw --reversed
+refused "write_bw --pkey_index x" "Invalid Pkey index" write_bw --pkey_index x
 refused "write_bw --burst_size 4" "Can't enable burst mode when rate limiter is off" write_bw --burst_size 4
 refused "write_bw --rate_limit 1" "Unknown rate limit value" write_bw --rate_limit 1
 refused "write_bw --rate_limit 10 HW" "failed to accept HW rate limit" write_bw --rate_limit 10 --rate_limit_type HW
