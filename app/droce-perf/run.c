@@ -618,6 +618,10 @@ static int bw_client_step(struct bw_state *b)
 		return 0;
 	if ((time_over(now) || perf_stop) && !b->stopping)
 		b->stopping = true;
+	/* waiting out our own limiter's gap is no stall (a burst a minute
+	 * is a rate one may ask for) */
+	if (b->rl.on && !b->rl.sending)
+		b->last_progress = now;
 	if (bw_client_post(b, now))
 		return -1;
 	if (b->totccnt < b->sig_total) {
