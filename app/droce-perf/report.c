@@ -490,7 +490,8 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       " %s_icrc_late=%" PRIu64 " %s_naks=%" PRIu64 " %s_rnr_naks=%" PRIu64 " %s_tx_full=%" PRIu64 " %s_tx_dropped=%" PRIu64
 	       " %s_acks=%" PRIu64 " %s_tx_zc=%" PRIu64
 	       " %s_stalls=%" PRIu64 " %s_timeouts_stalled=%" PRIu64
-	       " %s_rx_no_recv=%" PRIu64 " %s_pace_waits=%" PRIu64,
+	       " %s_rx_no_recv=%" PRIu64 " %s_pace_waits=%" PRIu64
+	       " %s_tx_bursts=%" PRIu64,
 	       p, b->tx_pkts - a->tx_pkts, p, b->rx_pkts - a->rx_pkts,
 	       p, b->tx_bytes - a->tx_bytes, p, b->retransmits - a->retransmits,
 	       p, b->timeouts - a->timeouts, p, b->rx_icrc_err - a->rx_icrc_err,
@@ -500,7 +501,8 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       p, b->tx_zc - a->tx_zc, p, b->stalls - a->stalls,
 	       p, b->timeouts_stalled - a->timeouts_stalled,
 	       p, b->rx_no_recv - a->rx_no_recv,
-	       p, b->pace_waits - a->pace_waits);
+	       p, b->pace_waits - a->pace_waits,
+	       p, b->tx_bursts - a->tx_bursts);
 }
 
 /* CPU time of the run per thread kind, and per message (all messages the

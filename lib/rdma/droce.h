@@ -163,6 +163,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(arp_rx, "ARP frames received") \
 	X(arp_fail, "peers that never answered ARP") \
 	X(tx_full, "tx bursts the port took only in part (the rest retried, nothing lost)") \
+	X(tx_bursts, "tx bursts handed to the port (tx_pkts / tx_bursts: frames per burst)") \
 	X(tx_dropped, "frames dropped: the device's transmit (or loopback) queue was full") \
 	X(tx_zc, "frames sent zero-copy (payload read in place, zc_min=)") \
 	X(eng_loops, "iterations of the engine serving this device (all its devices')") \

@@ -328,6 +328,7 @@ int eth_tx_flush(struct droce_dev *dev)
 		uint16_t want = (uint16_t)RTE_MIN(dev->txq_len - sent, 64u);
 		uint16_t n = rte_eth_tx_burst(dev->port_id, 0, dev->txq + sent, want);
 
+		dev->st.tx_bursts++;
 		sent += n;
 		if (n < want) {
 			dev->st.tx_full++;
