@@ -119,6 +119,9 @@ static void usage(const char *argv0)
 	printf("      --burst_size=<n>       messages per burst (SW: default the tx depth; PP:\n"
 	       "                             the QP's max_burst_sz is <n> messages' bytes)\n");
 	printf("      --typical_pkt_size=<bytes>  PP: the QP's typical_pkt_sz\n");
+	printf("      --out_json             write the result to a file (perftest's format, not\n"
+	       "                             quite JSON), rewritten with each row\n");
+	printf("      --out_json_file=<file> its name (default perftest_out.json)\n");
 	printf("      --reversed             both ends: the end that listens (the server) sends\n"
 	       "                             and the one that connects receives (perftest's fan-in)\n");
 	printf("      --pkey_index=<n>       P_Key index (droce has one P_Key: 0)\n");
@@ -156,7 +159,7 @@ enum {
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
 	O_TCLASS, O_FLOW_LABEL, O_RATE_LIMIT, O_RATE_UNITS, O_RATE_LIMIT_TYPE,
 	O_BURST_SIZE, O_TYPICAL_PKT_SIZE, O_REVERSED, O_PKEY_INDEX,
-	O_INLINE_RECV, O_RETRY_COUNT,
+	O_INLINE_RECV, O_RETRY_COUNT, O_OUT_JSON, O_OUT_JSON_FILE,
 };
 
 static int bad(const char *what, const char *arg)
@@ -232,8 +235,12 @@ static int parse_args(int argc, char **argv)
 		{ "pkey_index", 1, NULL, O_PKEY_INDEX },
 		{ "inline_recv", 1, NULL, O_INLINE_RECV },
 		{ "retry_count", 1, NULL, O_RETRY_COUNT },
+		{ "out_json", 0, NULL, O_OUT_JSON },
+		{ "out_json_file", 1, NULL, O_OUT_JSON_FILE },
 		{ NULL, 0, NULL, 0 }
 	};
+	const char *json_file = "perftest_out.json";
+	bool out_json = false;
 	long v;
 	int c;
 
@@ -522,6 +529,8 @@ static int parse_args(int argc, char **argv)
 			opt.typical_pkt_size = (int)v;
 			break;
 		case O_REVERSED: opt.reversed = true; break;
+		case O_OUT_JSON: out_json = true; break;
+		case O_OUT_JSON_FILE: json_file = optarg; break;
 		case O_PKEY_INDEX:
 			if (parse_num(optarg, 0, 65535, &v))
 				return bad("Pkey index", optarg);
@@ -552,6 +561,9 @@ static int parse_args(int argc, char **argv)
 			return -1;
 		}
 	}
+	/* perftest: the file name alone does not ask for the file */
+	if (out_json)
+		opt.out_json = json_file;
 	if (optind == argc - 1)
 		opt.servername = argv[optind];
 	else if (optind < argc) {
@@ -1234,6 +1246,8 @@ static int remote_bw(struct perf_side *me)
 		report_passive_engine(me);
 		if (full_out())
 			report_bw_print(&theirs);
+		else
+			report_json_bw(&theirs);	/* as perftest's */
 		report_bw_limits(&theirs);
 		if (oob_close(&me->my[0], &me->rem[0]))
 			return -1;

@@ -122,6 +122,7 @@ struct perf_opts {
 	int burst_size;			/* --burst_size: messages per burst */
 	int typical_pkt_size;		/* --typical_pkt_size (PP), bytes */
 	bool reversed;			/* --reversed: the TCP server sends */
+	const char *out_json;		/* --out_json[_file]: perftest's report file */
 	/* droce-perf's own */
 	bool loopback;
 	enum perf_engine engine;
@@ -303,6 +304,8 @@ void report_bw_add(struct perf_bw_report *r, const struct perf_bw_report *o);
 void report_bw_both(const struct perf_bw_report *local,
 		    const struct perf_bw_report *remote);
 void report_bw_print(const struct perf_bw_report *r);
+/* --out_json: the row's file (report_bw_print writes it too) */
+void report_json_bw(const struct perf_bw_report *r);
 void report_bw_limits(const struct perf_bw_report *r);
 int report_limits_verdict(void);	/* -1 (said) if -w/-y missed */
 void report_bw_period(uint64_t msgs, uint64_t cycles, int factor);

@@ -5,10 +5,13 @@
  * then droce-perf's own: per-QP rates, a one-line machine-readable summary
  * (--kv) and cycle accounting (--cycles).
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "perf.h"
 
@@ -41,8 +44,12 @@ static const char *mtu_str(void)
 	return b;
 }
 
+/* --out_json: the end whose test information goes into the file */
+static const struct perf_side *json_side;
+
 void report_test_info(const struct perf_side *s)
 {
+	json_side = s;
 	if (!full() || opt.quiet_info)
 		return;
 	printf(RESULT_LINE);
@@ -127,6 +134,111 @@ static void cpu_ext_row(void)
 	if (opt.cpu_util)
 		printf("\t    %-3.2f", u < 0 ? 0 : u);
 	printf("\n");
+}
+
+/*
+ * --out_json: perftest 4.5's report file, rewritten (O_TRUNC) with each
+ * result row, so -a leaves the last size's. Its format, keys and all,
+ * which is not JSON (keys unquoted, commas before closing braces): what
+ * reads perftest's file reads this one.
+ */
+static FILE *json_open(void)
+{
+	int fd;
+	FILE *f;
+
+	if (opt.out_json == NULL)
+		return NULL;
+	fd = open(opt.out_json, O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC,
+		  S_IRUSR | S_IWUSR);
+	if (fd < 0) {
+		fprintf(stderr, "failed to open %s\n", opt.out_json);
+		return NULL;
+	}
+	f = fdopen(fd, "w");
+	if (f == NULL)
+		close(fd);
+	return f;
+}
+
+static void json_test_info(FILE *f)
+{
+	const struct perf_side *s = json_side;
+
+	fprintf(f, "{\ntest_info: {\n");
+	fprintf(f, "test: %s_", verb_str(opt.verb));
+	if (opt.verb == V_ATOMIC)
+		fprintf(f, "%s_", opt.atomic_type == A_FETCH_AND_ADD ?
+			"FETCH_AND_ADD" : "CMP_AND_SWAP");
+	if (opt.tst == T_BW) {
+		if (opt.duplex)
+			fprintf(f, "Bidirectional_");
+		if (opt.post_list > 1)
+			fprintf(f, "Post_List_");
+		fprintf(f, "BW_");
+	} else {
+		fprintf(f, "Latency_");
+	}
+	fprintf(f, "Test,\n");
+	if (opt.use_event && s)
+		fprintf(f, "Test with events: Using_%s_comp0,\n",
+			ibv_get_device_name(s->ctx->device));
+	fprintf(f, "Dual_port: OFF,\nDevice: \"%s\",\n",
+		s ? ibv_get_device_name(s->ctx->device) : "");
+	fprintf(f, "Number_of_qps: %d,\nTransport_type: IB,\n", opt.nqps);
+	fprintf(f, "Connection_type: %s,\nUsing_SRQ: %s,\n",
+		opt.conn == C_UC ? "UC" : opt.conn == C_UD ? "UD" : "RC",
+		opt.use_srq ? "ON" : "OFF");
+	fprintf(f, " PCIe_relax_order: Unsupported,\n");
+	fprintf(f, "ibv_wr_API: %s,\n", opt.old_post_send ? "OFF" : "ON");
+	if (s && side_sends(s))
+		fprintf(f, "TX_depth : %d,\n", opt.tx_depth);
+	if (opt.post_list > 1)
+		fprintf(f, "Post_List: %d,\n", opt.post_list);
+	if (s && opt.verb == V_SEND && side_recvs(s))
+		fprintf(f, "RX_depth: %d,\n", opt.rx_depth);
+	if (opt.tst == T_BW)
+		fprintf(f, "CQ_Moderation: %d,\n", opt.cq_mod);
+	fprintf(f, "Mtu: %d,\nLink_type: Ethernet,\n", opt.mtu);
+	/* (perftest names the GID index only when it is not its default, 0) */
+	if (s && s->gid_index != 0)
+		fprintf(f, "GID_index: %d,\n", s->gid_index);
+	if (opt.verb != V_READ && opt.verb != V_ATOMIC)
+		fprintf(f, "Max_inline_data: %d,\n", opt.inline_size);
+	else
+		fprintf(f, "Outstand_reads: %d,\n", s ? s->out_reads : 0);
+	fprintf(f, "rdma_cm_QPs: OFF,\nData_ex_method: Ethernet,\n},\n");
+}
+
+static void json_cpu(FILE *f)
+{
+	double u = cpu_util_last();
+
+	if (opt.cpu_util)
+		fprintf(f, "CPU_util: %.2f,\n", u < 0 ? 0 : u);
+}
+
+void report_json_bw(const struct perf_bw_report *r)
+{
+	FILE *f = json_open();
+
+	if (f == NULL)
+		return;
+	json_test_info(f);
+	fprintf(f, "results: {\n");
+	if (opt.output == OUT_BW)
+		fprintf(f, "bw_avg: %lf,\n", r->bw_avg);
+	else if (opt.output == OUT_MR)
+		fprintf(f, "msgRate_avg: %lf,\n", r->msg_rate);
+	else
+		fprintf(f, r->bw_avg < 0.1 && opt.report_gbits ?
+			"MsgSize: %lu,\nn_iterations: %" PRIu64 ",\nBW_peak: %.6lf,\nBW_average: %.6lf,\nMsgRate: %.6lf,\n" :
+			"MsgSize: %lu,\nn_iterations: %" PRIu64 ",\nBW_peak: %.2lf,\nBW_average: %.2lf,\nMsgRate: %.6lf,\n",
+			(unsigned long)r->size, r->iters, r->bw_peak, r->bw_avg,
+			r->msg_rate);
+	json_cpu(f);
+	fprintf(f, "},\n}\n");
+	fclose(f);
 }
 
 void report_bw_header(void)
@@ -221,6 +333,8 @@ void report_bw_print(const struct perf_bw_report *r)
 {
 	bool inc = r->bw_avg < 0.1 && opt.report_gbits;
 
+	report_json_bw(r);
+
 	if (opt.output == OUT_BW) {
 		printf("%lf\n", r->bw_avg);
 		return;
@@ -311,6 +425,48 @@ static struct {
 	uint64_t n;
 } lat_last;
 
+static void json_lat(void)
+{
+	FILE *f = json_open();
+
+	if (f == NULL)
+		return;
+	json_test_info(f);
+	fprintf(f, "results: {\n");
+	if (opt.output == OUT_LAT) {
+		fprintf(f, "avg_lat: %lf,\n", lat_last.tavg);
+	} else {
+		fprintf(f, "MsgSize: %lu,\nn_iterations: %" PRIu64 ",\nt_min: %.2f,\nt_max: %.2f,\nt_typical: %.2f,\nt_avg: %.2f,\n"
+			"t_stdev: %.2f,\npercentile_99: %.2f,\npercentile_99.9: %.2f,\n",
+			(unsigned long)run_get_size(), lat_last.n, lat_last.tmin,
+			lat_last.tmax, lat_last.tmed, lat_last.tavg, lat_last.tstd,
+			lat_last.p99, lat_last.p999);
+		json_cpu(f);
+	}
+	fprintf(f, "},\n}\n");
+	fclose(f);
+}
+
+static void json_lat_dur(uint64_t n, double us)
+{
+	FILE *f = json_open();
+
+	if (f == NULL)
+		return;
+	json_test_info(f);
+	fprintf(f, "results: {\n");
+	if (opt.output == OUT_LAT) {
+		fprintf(f, "t_avg: %lf\n", lat_last.tavg);
+	} else {
+		fprintf(f, "MsgSize: %lu,\nn_iterations: %" PRIu64 ",\nt_avg: %.2f,\ntps_average: %.2f,\n",
+			(unsigned long)run_get_size(), n, lat_last.tavg,
+			n ? (double)n / (us / 1e6) : 0);
+		json_cpu(f);
+	}
+	fprintf(f, "},\n}\n");
+	fclose(f);
+}
+
 int report_lat(struct perf_side *c)
 {
 	double hz = perf_tsc_hz();
@@ -330,6 +486,7 @@ int report_lat(struct perf_side *c)
 		lat_last.n = n;
 		lat_last.tavg = n ? us / (double)n / rtt_factor : 0;
 		lat_last.rtt_med = lat_last.tavg * rtt_factor;
+		json_lat_dur(n, us);
 		if (opt.output == OUT_LAT)
 			printf("%lf\n", lat_last.tavg);
 		else if (full()) {
@@ -388,6 +545,7 @@ int report_lat(struct perf_side *c)
 	lat_last.p99 = (double)d[i99] / q;
 	lat_last.p999 = (double)d[i999] / q;
 	lat_last.rtt_med = lat_last.tmed * rtt_factor;
+	json_lat();
 	if (opt.report_unsorted || opt.report_hist)
 		report_lat_header();
 	if (opt.output == OUT_LAT)

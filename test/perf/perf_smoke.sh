@@ -440,6 +440,24 @@ run send_lat-gap-D 0 send_lat -D 0.6 --latency_gap 100 $APP &&
 	    'BEGIN { exit !(n > 0 && n <= 3000 && a > 0 && a < 50) }' ||
 	fail "send_lat-gap-D: iters=$(kv "$LAST" iters) t_avg=$(kv "$LAST" t_avg) (0.3 s window, 100 us gaps)"
 
+# --out_json: perftest's report file, the row's figures (with -a, the last
+# size's: the file is rewritten with each row)
+run write_bw-json 0 write_bw -a -n 50 --out_json --out_json_file "$WORK/bw.json" $APP &&
+	row=$(grep -E '^ 8388608 +50 ' "$LAST") &&
+	{ [ "$(grep -c '^results: {$' "$WORK/bw.json")" = 1 ] &&
+	  grep -qx 'test: RDMA_Write_BW_Test,' "$WORK/bw.json" &&
+	  grep -qx 'MsgSize: 8388608,' "$WORK/bw.json" &&
+	  grep -qx 'n_iterations: 50,' "$WORK/bw.json" &&
+	  grep -qx "BW_average: $(echo "$row" | awk '{print $4}')," "$WORK/bw.json" &&
+	  grep -qx "MsgRate: $(echo "$row" | awk '{print $5}')," "$WORK/bw.json" ||
+	  fail "write_bw-json: the file is not the last row '$row': $(tr '\n' ' ' <"$WORK/bw.json")"; }
+run send_lat-json 0 send_lat -n 200 --out_json --out_json_file "$WORK/lat.json" $APP &&
+	row=$(grep -E '^ 2 +200 ' "$LAST") &&
+	{ grep -qx 'test: Send_Latency_Test,' "$WORK/lat.json" &&
+	  grep -qx "t_typical: $(echo "$row" | awk '{print $5}')," "$WORK/lat.json" &&
+	  grep -qx "percentile_99.9: $(echo "$row" | awk '{print $9}')," "$WORK/lat.json" ||
+	  fail "send_lat-json: the file is not the row '$row': $(tr '\n' ' ' <"$WORK/lat.json")"; }
+
 # perftest 4.5's options without effect here: the run is whole; a P_Key
 # index beyond droce's one gets perftest's note and 0
 run write_bw-noops 0 write_bw -s 64 -n 500 --pkey_index 2 --inline_recv 64 --retry_count 3 $APP &&
