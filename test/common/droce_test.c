@@ -345,7 +345,9 @@ void dt_eal_init(const char *prog)
 		 (int)getpid());
 	argv[argc++] = (char *)(uintptr_t)g_prog;
 	argv[argc++] = (char *)(uintptr_t)"-l";
-	argv[argc++] = (char *)(uintptr_t)"0-1";
+	/* DT_LCORES: another lcore list (a test of what a process with
+	 * fewer lcores than CPUs does) */
+	argv[argc++] = (char *)(uintptr_t)(getenv("DT_LCORES") ? getenv("DT_LCORES") : "0-1");
 	argv[argc++] = (char *)(uintptr_t)"--no-pci";
 	argv[argc++] = (char *)(uintptr_t)"--log-level=*:warning";
 	argv[argc++] = prefix;

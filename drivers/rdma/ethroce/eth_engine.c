@@ -763,11 +763,16 @@ int eth_engine_attach(struct droce_dev *dev)
 	} else {
 		if (app_engine == NULL) {
 			app_engine = engine_new(-1);
-			if (app_engine && pthread_create(&app_engine->keeper, NULL,
-							 keeper_main, app_engine) == 0) {
+			/* A control thread, on DPDK's control-thread CPUs (those
+			 * of the process's first affinity that no lcore uses;
+			 * the main lcore's if none): created by this thread
+			 * with pthread_create, it ran on the main lcore's core
+			 * only, behind a program that spins there without
+			 * verbs calls. */
+			if (app_engine && rte_ctrl_thread_create(&app_engine->keeper,
+					"droce-keeper", NULL, keeper_main,
+					app_engine) == 0)
 				app_engine->keeper_running = true;
-				rte_thread_setname(app_engine->keeper, "droce-keeper");
-			}
 		}
 		eng = app_engine;
 		if (eng == NULL) {
