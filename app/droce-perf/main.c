@@ -168,6 +168,15 @@ static int bad(const char *what, const char *arg)
 	return -1;
 }
 
+/* The index of s among n words, or -1. */
+static int word_index(const char *s, const char *const *words, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, words[i]) == 0)
+			return i;
+	return -1;
+}
+
 static int parse_num(const char *s, long lo, long hi, long *out)
 {
 	char *end;
@@ -493,31 +502,31 @@ static int parse_args(int argc, char **argv)
 				opt.rate_type = RL_HW;
 			break;
 		}
-		case O_RATE_UNITS:
-			if (strcmp(optarg, "M") == 0)
-				opt.rate_units = RU_MBPS;
-			else if (strcmp(optarg, "g") == 0)
-				opt.rate_units = RU_GBPS;
-			else if (strcmp(optarg, "p") == 0)
-				opt.rate_units = RU_PPS;
-			else {
+		case O_RATE_UNITS: {
+			/* (in enum perf_rate_units order) */
+			static const char *const u[] = { "M", "g", "p" };
+			int i = word_index(optarg, u, 3);
+
+			if (i < 0) {
 				fprintf(stderr, " Invalid rate limit units. Please use M,g or p\n");
 				return -1;
 			}
+			opt.rate_units = (enum perf_rate_units)i;
 			break;
-		case O_RATE_LIMIT_TYPE:
-			opt.rate_type_set = true;
-			if (strcmp(optarg, "SW") == 0)
-				opt.rate_type = RL_SW;
-			else if (strcmp(optarg, "HW") == 0)
-				opt.rate_type = RL_HW;
-			else if (strcmp(optarg, "PP") == 0)
-				opt.rate_type = RL_PP;
-			else {
+		}
+		case O_RATE_LIMIT_TYPE: {
+			/* (in enum perf_rate_type order, after RL_NONE) */
+			static const char *const t[] = { "SW", "HW", "PP" };
+			int i = word_index(optarg, t, 3);
+
+			if (i < 0) {
 				fprintf(stderr, " Invalid rate limit type flag. Please use HW, SW or PP.\n");
 				return -1;
 			}
+			opt.rate_type = (enum perf_rate_type)(RL_SW + i);
+			opt.rate_type_set = true;
 			break;
+		}
 		case O_BURST_SIZE:
 			if (parse_num(optarg, 0, 1 << 24, &v))
 				return bad("burst size", optarg);

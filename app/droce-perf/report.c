@@ -218,14 +218,31 @@ static void json_cpu(FILE *f)
 		fprintf(f, "CPU_util: %.2f,\n", u < 0 ? 0 : u);
 }
 
-void report_json_bw(const struct perf_bw_report *r)
+/* The file opened, its test information and the results' opening written;
+ * NULL without --out_json. json_end() closes both. */
+static FILE *json_begin(void)
 {
 	FILE *f = json_open();
 
+	if (f != NULL) {
+		json_test_info(f);
+		fprintf(f, "results: {\n");
+	}
+	return f;
+}
+
+static void json_end(FILE *f)
+{
+	fprintf(f, "},\n}\n");
+	fclose(f);
+}
+
+void report_json_bw(const struct perf_bw_report *r)
+{
+	FILE *f = json_begin();
+
 	if (f == NULL)
 		return;
-	json_test_info(f);
-	fprintf(f, "results: {\n");
 	if (opt.output == OUT_BW)
 		fprintf(f, "bw_avg: %lf,\n", r->bw_avg);
 	else if (opt.output == OUT_MR)
@@ -237,8 +254,7 @@ void report_json_bw(const struct perf_bw_report *r)
 			(unsigned long)r->size, r->iters, r->bw_peak, r->bw_avg,
 			r->msg_rate);
 	json_cpu(f);
-	fprintf(f, "},\n}\n");
-	fclose(f);
+	json_end(f);
 }
 
 void report_bw_header(void)
@@ -427,12 +443,10 @@ static struct {
 
 static void json_lat(void)
 {
-	FILE *f = json_open();
+	FILE *f = json_begin();
 
 	if (f == NULL)
 		return;
-	json_test_info(f);
-	fprintf(f, "results: {\n");
 	if (opt.output == OUT_LAT) {
 		fprintf(f, "avg_lat: %lf,\n", lat_last.tavg);
 	} else {
@@ -443,18 +457,15 @@ static void json_lat(void)
 			lat_last.p99, lat_last.p999);
 		json_cpu(f);
 	}
-	fprintf(f, "},\n}\n");
-	fclose(f);
+	json_end(f);
 }
 
 static void json_lat_dur(uint64_t n, double us)
 {
-	FILE *f = json_open();
+	FILE *f = json_begin();
 
 	if (f == NULL)
 		return;
-	json_test_info(f);
-	fprintf(f, "results: {\n");
 	if (opt.output == OUT_LAT) {
 		fprintf(f, "t_avg: %lf\n", lat_last.tavg);
 	} else {
@@ -463,8 +474,7 @@ static void json_lat_dur(uint64_t n, double us)
 			n ? (double)n / (us / 1e6) : 0);
 		json_cpu(f);
 	}
-	fprintf(f, "},\n}\n");
-	fclose(f);
+	json_end(f);
 }
 
 int report_lat(struct perf_side *c)

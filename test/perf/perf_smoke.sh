@@ -521,6 +521,8 @@ refused "write_bw --tclass 256" "Invalid traffic class" write_bw --tclass 256
 refused "write_bw --flow_label 0x100000" "Invalid flow label" write_bw --flow_label 0x100000
 refused "write_bw --reversed" "--reversed swaps the roles of two processes" write_bw --reversed
 refused "write_bw --pkey_index x" "Invalid Pkey index" write_bw --pkey_index x
+refused "write_bw --rate_units x" "Invalid rate limit units" write_bw --rate_limit 1 --rate_units x
+refused "write_bw --rate_limit_type XX" "Invalid rate limit type flag" write_bw --rate_limit 1 --rate_limit_type XX
 refused "write_bw --burst_size 4" "Can't enable burst mode when rate limiter is off" write_bw --burst_size 4
 refused "write_bw --rate_limit 1" "Unknown rate limit value" write_bw --rate_limit 1
 refused "write_bw --rate_limit 10 HW" "failed to accept HW rate limit" write_bw --rate_limit 10 --rate_limit_type HW
