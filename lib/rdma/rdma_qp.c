@@ -544,8 +544,8 @@ static void rate_apply(void *arg)
 
 /*
  * ibv_modify_qp_rate_limit(): the engine paces what the QP's send queue
- * transmits (requests, retransmissions included; not the READ responses
- * and ACKs it owes its peer's work) to rate_limit kbps of frame bytes,
+ * transmits (requests, retransmissions included) and the READ responses
+ * it owes its peer (not its ACKs) to rate_limit kbps of frame bytes,
  * in bursts of up to max_burst_sz bytes. Any state: a QP not yet in RTS
  * keeps the setting for when it sends.
  */

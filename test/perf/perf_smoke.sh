@@ -487,6 +487,12 @@ run write_bw-pp 0 write_bw -s 1024 -n 2000 --rate_limit 10 --rate_units M --rate
 	check_bw write_bw-pp 1024 2000 1 && rate_at_most write_bw-pp 10240000 &&
 	{ [ "$(kv "$LAST" c_pace_waits)" -gt 100 ] && [ "$(kv "$LAST" s_pace_waits)" = 0 ] ||
 	  fail "write_bw-pp: c_pace_waits=$(kv "$LAST" c_pace_waits) s_pace_waits=$(kv "$LAST" s_pace_waits)"; }
+# read_bw: the server's QP is paced too (droce-perf sets PP on both ends)
+# and its READ responses go at the rate
+run read_bw-pp 0 read_bw -s 4096 -n 600 --rate_limit 10 --rate_units M --rate_limit_type PP $APP &&
+	check_bw read_bw-pp 4096 600 1 && rate_at_most read_bw-pp 10240000 &&
+	{ [ "$(kv "$LAST" s_pace_waits)" -gt 100 ] ||
+	  fail "read_bw-pp: the responder never waited: s_pace_waits=$(kv "$LAST" s_pace_waits)"; }
 run send_bw-ud-pp 0 send_bw -c UD -s 1024 -n 2000 --rate_limit 10 --rate_units M --rate_limit_type PP --burst_size 8 --typical_pkt_size 1100 $APP &&
 	check_bw send_bw-ud-pp 1024 2000 1 && rate_at_most send_bw-ud-pp 10240000
 

@@ -14,7 +14,8 @@
  *    the QP no longer waits); ibv_query_qp reports it.
  * 4. The same over a lossy link (B drops 4 % of the requests it gets):
  *    every byte lands, retransmissions are paced too.
- * 5. A QP moved to ERR and destroyed while it waits on the pacing wheel
+ * 5. READs from a paced QP: its responses go at its rate.
+ * 6. A QP moved to ERR and destroyed while it waits on the pacing wheel
  *    (1 kbit/s): its WRITE flushed, nothing else touched.
  */
 #include <inttypes.h>
@@ -249,7 +250,52 @@ static void rc_paced(void)
 		CHECK(q1.pace_waits > q0.pace_waits);
 	}
 
-	printf("5. ERR and destroy while waiting (1 kbit/s)\n");
+	printf("5. READs from a paced peer: B's QP answers at 40 Mbit/s\n");
+	{
+		struct ibv_qp_rate_limit_attr off = { .rate_limit = 0 };
+		struct ibv_wc wc;
+		struct droce_qp_stats b0r, b1r;
+		enum { RN = 16 };
+		double t0;
+		int got = 0;
+
+		CHECK_OK(ibv_modify_qp_rate_limit(rp.qa, &off));
+		rl.rate_limit = 40000;
+		rl.max_burst_sz = 8192;
+		CHECK_OK(ibv_modify_qp_rate_limit(rp.qb, &rl));
+		dt_fill_random(dst, (size_t)LEN * RN);
+		memset(src, 0, (size_t)LEN * RN);
+		b0r = qstats(rp.qb);
+		q0 = qstats(rp.qa);
+		t0 = dt_now();
+		for (int i = 0; i < RN; i++)
+			dt_post_one(rp.qa, IBV_WR_RDMA_READ, (uint64_t)i,
+				    src + (size_t)i * LEN, LEN, ms->lkey,
+				    dst + (size_t)i * LEN, md->rkey,
+				    IBV_SEND_SIGNALED);
+		while (got < RN && dt_wait_wc(&rp.sa, &wc, 1, 30, "READ from a paced peer") == 1) {
+			struct dt_wc_exp e = dt_exp_send((uint64_t)got, IBV_WR_RDMA_READ,
+							 LEN, rp.qa->qp_num);
+
+			CHECK_WC(&wc, &e);
+			got++;
+		}
+		t = dt_now() - t0;
+		CHECK_EQ(got, RN);
+		CHECK(memcmp(src, dst, (size_t)LEN * RN) == 0);
+		b1r = qstats(rp.qb);
+		q1 = qstats(rp.qa);
+		bytes = (uint64_t)RN * (LEN + ((LEN + mtu - 1) / mtu) * OVH);
+		check_time("256 KiB of READ responses", t,
+			   min_time(bytes, rl.rate_limit, 8192, mtu + OVH));
+		printf("  the responder's waits %" PRIu64 "\n",
+		       b1r.pace_waits - b0r.pace_waits);
+		CHECK(b1r.pace_waits - b0r.pace_waits >= 10);
+		CHECK_EQ(q1.pace_waits - q0.pace_waits, 0u);	/* the reader is not paced */
+		CHECK_OK(ibv_modify_qp_rate_limit(rp.qb, &off));
+	}
+
+	printf("6. ERR and destroy while waiting (1 kbit/s)\n");
 	rl.rate_limit = 1;
 	rl.max_burst_sz = 0;
 	CHECK_OK(ibv_modify_qp_rate_limit(rp.qa, &rl));
@@ -303,7 +349,7 @@ static void datagrams(enum ibv_qp_type type, uint32_t kbps, uint32_t len,
 	int sent = 0, got = 0;
 
 	printf("%s. %s SEND of %u bytes, %u kbit/s\n",
-	       type == IBV_QPT_UD ? "6" : "7", type == IBV_QPT_UD ? "UD" : "UC",
+	       type == IBV_QPT_UD ? "7" : "8", type == IBV_QPT_UD ? "UD" : "UC",
 	       len, kbps);
 	CHECK_PTR(ms);
 	CHECK_PTR(md);

@@ -2,8 +2,10 @@
 /*
  * Packet pacing: a QP given a rate (ibv_modify_qp_rate_limit, or
  * IBV_QP_RATE_LIMIT in ibv_modify_qp) sends no faster than that many kbit/s
- * of frame bytes, in bursts of at most its burst size. The requester asks
- * eth_pace_hold() before each packet; a QP that must wait is filed on the
+ * of frame bytes, in bursts of at most its burst size: its requests and
+ * its READ responses, one clock for both (ACKs and atomic responses do not
+ * wait). The requester and the responder ask eth_pace_hold() before each
+ * such packet; a QP that must wait is filed on the
  * engine's pacing wheel under its next send time and is not visited until
  * then, so a paced QP costs nothing while it waits and an unpaced one one
  * branch per packet.

@@ -516,6 +516,9 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 /* Send up to *budget READ response packets, then an owed ACK. */
 void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 {
+	/* (the rate changes only between engine turns) */
+	const bool paced = qp->pace_cyc_q16 != 0;
+
 	while (*budget && qp->rd_head != qp->rd_tail) {
 		struct droce_read_job *j =
 			&qp->rd_jobs[qp->rd_head & (DROCE_READ_JOBS - 1)];
@@ -556,6 +559,11 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 			qp->rd_head++;
 			continue;
 		}
+		/* A paced QP's READ responses go at its rate too (what it
+		 * sends for its peer's READs is most of what it sends then);
+		 * its ACKs and atomic responses do not wait. */
+		if (unlikely(paced) && eth_pace_hold(qp))
+			return;		/* on the pacing wheel until its time */
 		/* A zero-length READ has no source (host NULL). */
 		if (unlikely(!eth_img_response(qp,
 				first && last ? ROCE_OP_READ_RESP_ONLY :
@@ -565,6 +573,8 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 				j->psn, j->msn, NULL,
 				seg ? j->host + j->sent : NULL, seg)))
 			return;
+		if (unlikely(paced))
+			eth_pace_charge(qp, seg);
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;
