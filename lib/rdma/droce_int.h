@@ -407,6 +407,8 @@ struct droce_qp {
 	uint64_t pace_tat;
 	uint64_t pace_burst_tsc;
 	uint64_t pace_due;		/* when a waiting QP may send again */
+	uint64_t pace_now;		/* the TSC at the last hold ... */
+	uint64_t pace_tx_bytes;		/* ... and its device's tx_bytes then */
 	struct droce_qp *pace_next;	/* engine pacing wheel slot */
 	struct droce_qp **pace_pprev;
 	/* requester */

@@ -160,3 +160,30 @@ uint64_t eth_pace_next_tsc(const struct droce_engine *eng)
 			return t << eng->pace_shift;
 	return (eng->pace_tick + ETH_PACE_SLOTS) << eng->pace_shift;
 }
+
+bool eth_pace_hold(struct droce_qp *qp)
+{
+	uint64_t now = eth_now();
+
+	if (qp->pace_tat <= now + qp->pace_burst_tsc) {
+		/* What the charge needs, kept in the QP: one read of the
+		 * clock a packet, and the frame's bytes as the port was given
+		 * them (tx_bytes counts every frame queued). */
+		qp->pace_now = now;
+		qp->pace_tx_bytes = qp->dev->st.tx_bytes;
+		return false;
+	}
+	eth_pace_wait(qp->eng, qp, qp->pace_tat - qp->pace_burst_tsc);
+	return true;
+}
+
+/* The frame is everything from Ethernet on: the extended headers (RETH,
+ * AETH, DETH ...), the pad and the ICRC count, as on the wire. */
+void eth_pace_charge(struct droce_qp *qp)
+{
+	uint64_t bytes = qp->dev->st.tx_bytes - qp->pace_tx_bytes;
+
+	if (qp->pace_tat < qp->pace_now)
+		qp->pace_tat = qp->pace_now;	/* an idle QP saves no credit beyond its burst */
+	qp->pace_tat += (bytes * qp->pace_cyc_q16) >> 16;
+}

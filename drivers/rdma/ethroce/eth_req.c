@@ -916,7 +916,6 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 	uint32_t v_idx = qp->req_cur - 1;
 	/* (the rate changes only between engine turns) */
 	const bool paced = qp->pace_cyc_q16 != 0;
-	uint32_t off0;
 
 	while (*budget && qp->req_cur != pi && qp->state == IBV_QPS_RTS &&
 	       !(qp->flags & DROCE_QPF_REQ_STALL)) {
@@ -993,12 +992,10 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		}
 decoded:
 		/* (one call site: send_one stays inlined) */
-		off0 = qp->req_off;
 		if (!send_one(qp, &v, st))
 			break;
 		if (unlikely(paced))
-			eth_pace_charge(qp, op_is_rd_atomic(v.op) ? 0 :
-					RTE_MIN(v.length - off0, qp->mtu));
+			eth_pace_charge(qp);
 		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)
 			qp->req_psn_max = qp->req_psn;
 		qp->st.tx_pkts++;

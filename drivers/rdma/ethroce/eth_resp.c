@@ -574,7 +574,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 				seg ? j->host + j->sent : NULL, seg)))
 			return;
 		if (unlikely(paced))
-			eth_pace_charge(qp, seg);
+			eth_pace_charge(qp);
 		j->sent += seg;
 		j->psn = roce_psn_add(j->psn, 1);
 		qp->st.tx_pkts++;
