@@ -310,40 +310,51 @@ enum droce_qp_flags {
 	DROCE_QPF_ON_PACE = 1u << 10,	/* waiting on the engine's pacing wheel */
 };
 
+/*
+ * Laid out by who touches what how often: with thousands of QPs each
+ * message finds its QP cold, so what one message reads and writes sits in
+ * a few adjacent lines (the hardware prefetcher then brings the
+ * neighbours), and a line one core writes per message holds nothing the
+ * other core reads per message. In order: the verbs object; what both the
+ * post path and the engine read per message and rarely change; what the
+ * post path writes; the doorbell and consumer index (a line each); what
+ * the engine writes per packet; then what is used now and then (pacing,
+ * ARP, READ/atomic response queues) and what only the control path reads.
+ * (bench.sh's scaling section: 16384 QPs against 16.)
+ */
 struct droce_qp {
 	struct ibv_qp_ex ex;		/* ex.qp_base is the ibv_qp */
-	struct droce_dev *dev;
+
+	/* ---- read per message by the post path and the engine ---- */
+	struct droce_dev *dev __rte_cache_aligned;
 	struct droce_engine *eng;
 	struct droce_pd *pd;
 	struct droce_cq *scq;
 	struct droce_cq *rcq;
 	uint8_t transport;		/* ROCE_TRANSPORT_RC/UC/UD: opcodes it speaks */
 	bool is_ex;			/* created with send_ops_flags */
-	uint64_t send_ops_flags;
-	int sq_sig_all;
-
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
 	/* attributes (control path writes, engine reads) */
 	enum ibv_qp_state state;
 	uint32_t dest_qpn;
 	uint32_t qkey;			/* UD */
 	uint32_t access;		/* qp_access_flags */
-	int path_mtu;			/* enum ibv_mtu */
 	uint32_t mtu;			/* bytes */
-	uint32_t sq_psn;		/* initial */
-	uint32_t rq_psn;		/* initial */
-	uint8_t timeout;
-	uint8_t retry_cnt;
-	uint8_t rnr_retry;
-	uint8_t min_rnr_timer;
-	uint8_t max_rd_atomic;
-	uint8_t max_dest_rd_atomic;
-	uint16_t pkey_index;
-	struct ibv_ah_attr ah;
-	struct ibv_qp_cap cap;
-	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
-	uint16_t udp_sport;		/* flow entropy, host order */
-	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
-	struct roce_hdr_cache hdr_cache;	/* L2..UDP bytes as last built (engine) */
+	int sq_sig_all;
+	uint64_t send_ops_flags;
+	/* send queue geometry */
+	uint8_t *sq_buf;
+	uint64_t *sq_wrid;
+	struct droce_swqe_state *sq_state;	/* engine's, per slot */
+	uint32_t sq_cnt;		/* WQE slots, power of two */
+	uint32_t sq_stride;		/* bytes per WQE slot (multiple of 64) */
+	uint32_t sq_max_wr;		/* what the app may have outstanding */
+	uint32_t sq_max_inline;
+	uint32_t sq_max_sge;
+	/* receive queue: own_rq, or an SRQ's */
+	struct droce_wq *rq;
+	struct droce_srq *srq;
 	/* The QP's own requests and ACKs from a byte image (eth_img_build):
 	 * made from tmpl when first needed, void when tmpl changes. */
 	struct roce_hdr_image img;
@@ -355,21 +366,9 @@ struct droce_qp {
 					 * neighbour entry's generation; or
 					 * &neigh_gen itself: never changes) */
 	const uint32_t *neigh_genp;
-	/* Packet pacing as asked (control path writes under the QP's mutex,
-	 * then the engine derives its own figures: qp_rate_changed). */
-	uint32_t rate_limit;		/* kbps; 0: not limited */
-	uint32_t rate_max_burst;	/* bytes; 0: the engine's default */
-	uint16_t rate_typical_pkt;	/* bytes; 0: a path-MTU frame */
 
-	/* send queue: application side */
-	uint8_t *sq_buf;
-	uint64_t *sq_wrid;
-	uint32_t sq_cnt;		/* WQE slots, power of two */
-	uint32_t sq_stride;		/* bytes per WQE slot (multiple of 64) */
-	uint32_t sq_max_wr;		/* what the app may have outstanding */
-	uint32_t sq_max_inline;
-	uint32_t sq_max_sge;
-	uint32_t sq_pi_app;		/* next slot to write (under sq_lock) */
+	/* ---- written by the post path ---- */
+	uint32_t sq_pi_app __rte_cache_aligned;	/* next slot to write (under sq_lock) */
 	uint32_t sq_ci_seen;		/* sq_ci as last read (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
 	uint32_t sq_pi_driven;		/* sq_pi_app when a post last turned the engine */
@@ -378,10 +377,7 @@ struct droce_qp {
 	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */
 	uint32_t wr_ds;			/* wr_cur's segments so far */
 	rte_spinlock_t sq_lock;
-	/* receive queue: own_rq, or an SRQ's */
-	struct droce_wq *rq;
 	struct droce_wq own_rq;
-	struct droce_srq *srq;
 
 	/* Doorbell record and consumer index, shared: each on its own cache
 	 * line, so a post (app writes sq_db) and a completion (engine writes
@@ -390,7 +386,7 @@ struct droce_qp {
 	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
 	volatile uint32_t sq_ci __rte_cache_aligned;	/* consumer, engine */
 
-	/* ---- engine-owned from here ---- */
+	/* ---- engine-owned, per packet ---- */
 	uint32_t flags __rte_cache_aligned;
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *resp_next;	/* engine responder list */
@@ -398,21 +394,8 @@ struct droce_qp {
 	struct droce_qp *timer_next;	/* engine timer wheel slot */
 	struct droce_qp **timer_pprev;
 	uint64_t timer_tick;		/* the slot's tick it is filed under */
-	struct droce_qp *arp_next;	/* engine list of QPs waiting for ARP */
-	uint64_t arp_poll_tsc;		/* next look at the neighbour table */
-	/* Pacing: a virtual clock (GCRA). A packet may leave while
-	 * pace_tat - pace_burst_tsc <= now; each one sent moves pace_tat
-	 * on by its bytes' worth of TSC cycles at the QP's rate. */
 	uint64_t pace_cyc_q16;		/* TSC cycles per byte << 16; 0: not paced */
-	uint64_t pace_tat;
-	uint64_t pace_burst_tsc;
-	uint64_t pace_due;		/* when a waiting QP may send again */
-	uint64_t pace_now;		/* the TSC at the last hold ... */
-	uint64_t pace_tx_bytes;		/* ... and its device's tx_bytes then */
-	struct droce_qp *pace_next;	/* engine pacing wheel slot */
-	struct droce_qp **pace_pprev;
 	/* requester */
-	struct droce_swqe_state *sq_state;
 	uint32_t req_next;		/* next WQE to start */
 	uint32_t req_cur;		/* WQE being transmitted (== req_next when idle) */
 	uint32_t req_off;		/* bytes of req_cur already sent */
@@ -424,15 +407,15 @@ struct droce_qp {
 	uint32_t req_psn_max;		/* one past the newest PSN ever sent */
 	uint32_t req_una_psn;		/* oldest unacknowledged PSN */
 	uint32_t req_rd_outstanding;	/* READs/atomics in flight */
+	uint32_t req_retries;
 	uint64_t req_timer_tsc;		/* retransmit/RNR deadline; 0 = off */
 	uint64_t req_stall_mark;	/* the engine's stall_tsc when armed */
-	uint32_t req_retries;
 	uint32_t req_rnr_retries;
 	bool req_rnr_wait;
 	bool req_timer_deferred;	/* this ACK timeout was put off once for a stall */
 	bool req_seq_nak_seen;		/* a PSN sequence NAK was acted on ... */
-	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
 	bool req_gap_seen;		/* a READ response gap was re-requested ... */
+	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
 	uint32_t req_gap_psn;		/* ... from this PSN */
 	/* responder */
 	uint32_t resp_epsn;		/* expected PSN */
@@ -442,21 +425,39 @@ struct droce_qp {
 	uint8_t resp_last_op;		/* opcode of the last packet accepted */
 	bool resp_in_send;		/* inside a multi-packet SEND */
 	bool resp_in_write;		/* inside a multi-packet WRITE */
-	uint32_t resp_recv_off;		/* SEND: bytes placed so far */
-	uint8_t *resp_write_ptr;	/* WRITE: next byte to write, valid */
-	uint32_t resp_write_key;	/* while this rkey is live at */
-	uint64_t resp_write_epoch;	/* this epoch (droce_key_live) */
-	uint32_t resp_write_left;
-	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
 	bool resp_recv_err;		/* current receive WQE failed (LEN_ERR) */
 	bool resp_have_wqe;		/* a receive WQE is claimed: */
-	uint64_t resp_wr_id;
+	uint32_t resp_recv_off;		/* SEND: bytes placed so far */
 	uint32_t resp_nsge;
-	struct mlx5_wqe_data_seg resp_sge[DROCE_MAX_SGE];
-	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
-	uint32_t rd_head;		/* next job to transmit */
+	uint64_t resp_wr_id;
+	uint8_t *resp_write_ptr;	/* WRITE: next byte to write, valid */
+	uint64_t resp_write_epoch;	/* this epoch (droce_key_live) */
+	uint32_t resp_write_key;	/* while this rkey is live at */
+	uint32_t resp_write_left;
+	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
+	uint32_t rd_head;		/* next READ/atomic job to transmit */
 	uint32_t rd_tail;		/* next free slot */
 	uint32_t rd_replays;		/* of the queued jobs, replays */
+	uint32_t atm_next;
+	uint64_t last_rx_tsc;		/* last packet received for this QP */
+	struct droce_qp_stats st;	/* engine-written counters */
+
+	/* ---- engine-owned, now and then ---- */
+	struct droce_qp *arp_next;	/* engine list of QPs waiting for ARP */
+	uint64_t arp_poll_tsc;		/* next look at the neighbour table */
+	/* Pacing: a virtual clock (GCRA). A packet may leave while
+	 * pace_tat - pace_burst_tsc <= now; each one sent moves pace_tat
+	 * on by its bytes' worth of TSC cycles at the QP's rate
+	 * (pace_cyc_q16, above). */
+	uint64_t pace_tat;
+	uint64_t pace_burst_tsc;
+	uint64_t pace_due;		/* when a waiting QP may send again */
+	uint64_t pace_now;		/* the TSC at the last hold ... */
+	uint64_t pace_tx_bytes;		/* ... and its device's tx_bytes then */
+	struct droce_qp *pace_next;	/* engine pacing wheel slot */
+	struct droce_qp **pace_pprev;
+	struct mlx5_wqe_data_seg resp_sge[DROCE_MAX_SGE];
+	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
 	/* Results of recent atomics, so a duplicate is answered and never
 	 * executed twice (IBTA 9.7.5.3.3); max_dest_rd_atomic entries used. */
 	struct {
@@ -464,10 +465,28 @@ struct droce_qp {
 		bool valid;
 		uint64_t orig;
 	} atm_cache[DROCE_READ_JOBS];
-	uint32_t atm_next;
-	struct droce_qp_stats st;	/* engine-written counters */
+
+	/* ---- the control path's ---- */
+	int path_mtu;			/* enum ibv_mtu */
+	uint32_t sq_psn;		/* initial */
+	uint32_t rq_psn;		/* initial */
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint16_t pkey_index;
+	uint16_t udp_sport;		/* flow entropy, host order */
+	struct ibv_ah_attr ah;
+	struct ibv_qp_cap cap;
+	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */
+	struct roce_pkt tmpl;		/* header template: L2..BTH invariants */
+	struct roce_hdr_cache hdr_cache;	/* L2..UDP bytes as last built (engine) */
+	/* Packet pacing as asked (control path writes under the QP's mutex,
+	 * then the engine derives its own figures: qp_rate_changed). */
+	uint32_t rate_limit;		/* kbps; 0: not limited */
+	uint32_t rate_max_burst;	/* bytes; 0: the engine's default */
+	uint16_t rate_typical_pkt;	/* bytes; 0: a path-MTU frame */
 	uint32_t async_delivered;	/* by ibv_get_async_event */
-	uint64_t last_rx_tsc;		/* last packet received for this QP */
 };
 
 static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)

@@ -219,18 +219,29 @@ static void eth_qp_notify(struct droce_qp *qp)
 static int drain_doorbells(struct droce_engine *eng)
 {
 	void *tok[ETH_DB_BURST];
+	struct droce_qp *qps[ETH_DB_BURST];
 	unsigned int n = rte_ring_sc_dequeue_burst(eng->db_ring, tok,
 						   ETH_DB_BURST, NULL);
 
+	/* First the QPs, their lines asked for: with thousands of QPs each
+	 * is cold, and a burst's misses overlap instead of following one
+	 * another. */
 	for (unsigned int i = 0; i < n; i++) {
 		uint32_t t = (uint32_t)(uintptr_t)tok[i];
 		uint32_t di = t >> 24;
-		struct droce_qp *qp;
 
-		if (di >= droce_nb_devs)
-			continue;
 		/* A destroyed QP is gone from the table: nothing to do. */
-		qp = droce_qp_lookup(droce_devs[di], t & ROCE_QPN_MASK);
+		qps[i] = di < droce_nb_devs ?
+			 droce_qp_lookup(droce_devs[di], t & ROCE_QPN_MASK) : NULL;
+		if (qps[i] && eng->prefetch) {
+			rte_prefetch0(&qps[i]->dev);
+			rte_prefetch0(&qps[i]->sq_db);
+			rte_prefetch0(&qps[i]->flags);
+		}
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		struct droce_qp *qp = qps[i];
+
 		if (qp == NULL || qp->eng != eng)
 			continue;
 		__atomic_store_n(&qp->db_pending, 0, __ATOMIC_SEQ_CST);
@@ -267,15 +278,25 @@ static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 	uint32_t skips = 0;
 	int n = 0;
 
+	/* (each visit asks for the QP two ahead: the second one now) */
+	if (eng->prefetch && *head && *qp_next(*head, resp))
+		eth_qp_prefetch(*qp_next(*head, resp));
 	while (*visits && (qp = *head) != NULL) {
 		uint32_t budget = ETH_QP_BUDGET;
 		bool last = qp == tail;
 		struct droce_qp *next = *qp_next(qp, resp);
 
-		/* With thousands of QPs the next one is cold: fetch its
-		 * engine line while this one is served. */
-		if (next)
-			rte_prefetch0(&next->flags);
+		/* With thousands of QPs the next ones are cold: the one after
+		 * next is asked for, and the next one's first WQEs (its lines
+		 * were asked for a visit ago). */
+		if (eng->prefetch && next) {
+			struct droce_qp *after = *qp_next(next, resp);
+
+			if (after)
+				eth_qp_prefetch(after);
+			if (!resp)
+				eth_qp_prefetch_wqes(next);
+		}
 
 		if (unlikely(eth_tx_busy(qp->dev))) {
 			eng->backlog = true;
@@ -324,9 +345,14 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
 		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
 	droce_trace_refresh();
+	eng->prefetch = false;
 	for (uint32_t i = 0; i < eng->nb_devs; i++) {
 		eth_arp_timer(eng->devs[i], now);
 		eth_port_check(eng->devs[i], now);
+		/* (a hint: nb_qp changes under the device's lock) */
+		if (__atomic_load_n(&eng->devs[i]->nb_qp, __ATOMIC_RELAXED) >=
+		    ETH_PREFETCH_QPS)
+			eng->prefetch = true;
 	}
 	while (eng->wheel_tick < now_tick) {
 		struct droce_qp **slot, *qp, *next;

@@ -20,6 +20,10 @@
 #define ETH_DB_BURST		64
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
 #define ETH_ACTIVE_VISITS	128	/* QPs serviced per engine iteration */
+/* From this many QPs on a device, the engine prefetches QPs ahead (their
+ * hot lines, ~10, times 256 QPs and their rings is about an L2; below,
+ * the prefetches would cost ~80 instructions a message for nothing). */
+#define ETH_PREFETCH_QPS	256
 #define ETH_BUSY_SKIPS		8	/* QPs passed over for a full tx queue, per iteration */
 #define ETH_RX_BURSTS		4	/* rx bursts per device per iteration (while full) */
 #define ETH_RX_BURSTS_BACKLOG	8	/* the same while a tx queue is backed up */
@@ -107,6 +111,9 @@ struct droce_engine {
 	volatile uint32_t keeper_wait_us; /* the keeper's period while waited on */
 	uint32_t idle_us;
 	bool backlog;			/* a transmit queue was backed up last iteration */
+	/* A device has ETH_PREFETCH_QPS QPs or more (looked at each timer
+	 * tick): QPs are then cold and the engine prefetches them ahead. */
+	bool prefetch;
 	/* Stalls (ETH_STALL_US): the time this engine could not listen. A
 	 * local ACK timeout that mostly elapsed while it was away is not the
 	 * peer's silence (eth_req_timer). */
@@ -245,6 +252,49 @@ bool eth_qp_resolve(struct droce_qp *qp, bool *failed);
 /* The template's destination MAC is the peer's current one. A neighbour
  * whose MAC changes bumps its generation, so the QPs that use it resolve
  * again at their next frame: no walk over the QPs (doc/security.md). */
+/*
+ * With thousands of QPs the one served next is cold: ask for the lines a
+ * packet of it reads and writes (struct droce_qp keeps them together)
+ * while the current one is served. A handful of prefetches; from L1 when
+ * few QPs are busy.
+ */
+static inline void eth_qp_prefetch(const struct droce_qp *qp)
+{
+	rte_prefetch0(&qp->dev);		/* state, sizes, SQ geometry */
+	rte_prefetch0(&qp->sq_buf);
+	rte_prefetch0(&qp->img);		/* the header image ... */
+	rte_prefetch0(&qp->neigh_genp);		/* ... and its validity */
+	rte_prefetch0(&qp->sq_ci);		/* completions */
+	rte_prefetch0(&qp->flags);		/* lists, requester */
+	rte_prefetch0(&qp->req_timer_tsc);
+	rte_prefetch0(&qp->resp_epsn);		/* responder */
+	rte_prefetch0(&qp->st);			/* counters */
+}
+
+/* The state slots of n WQEs from idx (a line per ~2 slots). */
+static inline void eth_qp_prefetch_slots(const struct droce_qp *qp,
+					 uint32_t idx, uint32_t n)
+{
+	const struct droce_swqe_state *st = qp->sq_state;
+	uint32_t mask = qp->sq_cnt - 1;
+
+	for (uint32_t k = 0; k < n; k += 2)
+		rte_prefetch0(&st[(idx + k) & mask]);
+}
+
+/* The WQEs a QP will send next (up to ETH_QP_BUDGET), and their state
+ * slots. */
+static inline void eth_qp_prefetch_wqes(const struct droce_qp *qp)
+{
+	uint32_t idx = qp->req_cur;
+	uint32_t n = RTE_MIN(qp->sq_db - idx, (uint32_t)ETH_QP_BUDGET);
+
+	for (uint32_t k = 0; k < n; k++)
+		rte_prefetch0(qp->sq_buf + (size_t)((idx + k) & (qp->sq_cnt - 1)) *
+			      qp->sq_stride);
+	eth_qp_prefetch_slots(qp, idx, n);
+}
+
 static inline bool eth_qp_tmpl_ok(const struct droce_qp *qp)
 {
 	return likely(qp->tmpl_ready) && likely(*qp->neigh_genp == qp->neigh_gen);

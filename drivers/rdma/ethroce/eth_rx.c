@@ -286,6 +286,109 @@ static void eth_rx_release(struct droce_engine *eng, struct rte_mbuf **b,
 		rte_pktmbuf_free_bulk(rest, k);
 }
 
+#define RX_AHEAD_BYTES	6
+#define RX_AHEAD_QP	4
+#define RX_AHEAD_SLOTS	2
+
+/*
+ * The destination QP of an untagged IPv4 RoCEv2 frame, prefetched (a hint:
+ * nothing here is trusted; eth_rx_one parses and checks the frame).
+ */
+static inline void prefetch_dest_qp(const struct droce_dev *dev,
+				    const struct rte_mbuf *m,
+				    const struct droce_qp **last)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct droce_qp *qp;
+
+	/* (offsets for Ethernet, IPv4 without options, UDP, BTH, RETH) */
+	if (m->data_len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
+			  ROCE_BTH_LEN ||
+	    f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45)
+		return;
+	/* BTH: destination QP in bytes 5-7 */
+	qp = droce_qp_lookup(dev, (uint32_t)f[47] << 16 |
+			     (uint32_t)f[48] << 8 | f[49]);
+	if (qp == NULL)
+		return;
+	/* (a run of frames for one QP: its lines once) */
+	if (qp != *last)
+		eth_qp_prefetch(qp);
+	*last = qp;
+	/* A WRITE's first bytes land at its RETH's address: a cold line
+	 * per message with thousands of QPs (the region's, if the key
+	 * names one; the responder checks rights and bounds later). */
+	if ((roce_opcode_info(f[42])->flags & (ROCE_OPF_RETH | ROCE_OPF_WRITE)) ==
+	    (ROCE_OPF_RETH | ROCE_OPF_WRITE) &&
+	    m->data_len >= ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
+			   ROCE_BTH_LEN + ROCE_RETH_LEN) {
+		const struct droce_mr *mr;
+		uint64_t va;
+		uint32_t key;
+
+		memcpy(&va, f + 54, sizeof(va));
+		memcpy(&key, f + 62, sizeof(key));
+		va = rte_be_to_cpu_64(va);
+		mr = droce_mr_lookup(dev, rte_be_to_cpu_32(key));
+		/* (for writing; DPDK 22.11's rte_prefetch0_write is
+		 * experimental) */
+		if (mr && mr->kind == DROCE_KEY_MR && va - mr->iova < mr->len)
+			__builtin_prefetch(mr->host + (va - mr->iova), 1, 3);
+	}
+}
+
+/*
+ * An ACK (or a READ or atomic response) completes the QP's oldest WQEs:
+ * their state slots, once the QP's lines (asked for RX_AHEAD_QP frames
+ * before) tell where they are. A hint, as above.
+ */
+static inline void prefetch_acked_slots(const struct droce_dev *dev,
+					const struct rte_mbuf *m)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct droce_qp *qp;
+
+	if (m->data_len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
+			  ROCE_BTH_LEN ||
+	    f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
+	    !(roce_opcode_info(f[42])->flags & ROCE_OPF_AETH))
+		return;
+	qp = droce_qp_lookup(dev, (uint32_t)f[47] << 16 |
+			     (uint32_t)f[48] << 8 | f[49]);
+	if (qp)
+		eth_qp_prefetch_slots(qp, qp->req_acked,
+				      RTE_MIN(qp->req_hwm - qp->req_acked,
+					      (uint32_t)ETH_QP_BUDGET));
+}
+
+/*
+ * A burst with thousands of QPs (eng->prefetch): ahead of the frame being
+ * received, the bytes of the one RX_AHEAD_BYTES on, and the QP named by
+ * the one RX_AHEAD_QP on (its bytes asked for a few frames ago). A frame
+ * or two (~250-450 cycles each) is not long enough to fetch a cold QP from
+ * memory.
+ */
+static void rx_burst_ahead(struct droce_engine *eng, struct droce_dev *dev,
+			   uint16_t n)
+{
+	const struct droce_qp *last = NULL;
+
+	for (uint16_t i = 0; i < RTE_MIN(n, (uint16_t)RX_AHEAD_BYTES); i++)
+		rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i], void *));
+	for (uint16_t i = 0; i < RTE_MIN(n, (uint16_t)RX_AHEAD_QP); i++)
+		prefetch_dest_qp(dev, eng->rx[i], &last);
+	for (uint16_t i = 0; i < n; i++) {
+		if (i + RX_AHEAD_BYTES < n)
+			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + RX_AHEAD_BYTES],
+						       void *));
+		if (i + RX_AHEAD_QP < n)
+			prefetch_dest_qp(dev, eng->rx[i + RX_AHEAD_QP], &last);
+		if (i + RX_AHEAD_SLOTS < n)
+			prefetch_acked_slots(dev, eng->rx[i + RX_AHEAD_SLOTS]);
+		eth_rx_one(eng, dev, eng->rx[i]);
+	}
+}
+
 int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 {
 	uint16_t n;
@@ -309,10 +412,15 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 	if (n)
 		eng->rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
 
-	for (uint16_t i = 0; i < n; i++) {
-		if (i + 1 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + 1], void *));
-		eth_rx_one(eng, dev, eng->rx[i]);
+	if (unlikely(eng->prefetch)) {
+		rx_burst_ahead(eng, dev, n);
+	} else {
+		for (uint16_t i = 0; i < n; i++) {
+			if (i + 1 < n)
+				rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + 1],
+							       void *));
+			eth_rx_one(eng, dev, eng->rx[i]);
+		}
 	}
 	/* eth_rx_one keeps nothing. */
 	if (n)
