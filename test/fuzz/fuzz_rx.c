@@ -376,6 +376,9 @@ static void inject(uint8_t ctl, uint8_t sel, const uint8_t *src, uint32_t len)
  *      engine must never touch the old one again (ASan: use after free)
  *   2  move A's QP (sel & 3) to the error state
  *   3  post receives again
+ *   0  with ctl & 4: pace A's QP (sel & 3), its requests and the READ
+ *      responses it owes (B's peer QP with ctl & 8), as fz_pace(sel >> 2)
+ *      says
  */
 static void app_action(uint8_t ctl, uint8_t sel)
 {
@@ -399,6 +402,9 @@ static void app_action(uint8_t ctl, uint8_t sel)
 		fz_post_recvs();
 		break;
 	default:
+		if (ctl & 4)
+			fz_pace(ctl & 8 ? fz.q[sel & 3].peer : fz.q[sel & 3].qp,
+				sel >> 2);
 		break;
 	}
 }

@@ -275,15 +275,44 @@ void fz_post_recvs(void)
 			break;
 }
 
+void fz_pace(struct ibv_qp *qp, unsigned int sel)
+{
+	static const uint32_t kbps[8] = {
+		1, 64, 1000, 40000, 1000000, 10000000, 100000000, 0
+	};
+	struct ibv_qp_rate_limit_attr a = {
+		.rate_limit = kbps[sel & 7],
+		.max_burst_sz = sel & 8 ? 1 : 0,
+		.typical_pkt_sz = sel & 8 ? 64 : 0,
+	};
+
+	if (ibv_modify_qp_rate_limit(qp, &a)) {
+		fprintf(stderr, "fz: ibv_modify_qp_rate_limit(%u kbit/s) failed\n",
+			a.rate_limit);
+		abort();
+	}
+	fz.paced = true;
+}
+
 void fz_reset(void)
 {
 	fz_settle();
 	for (int i = 0; i < FZ_NQP; i++) {
 		struct fz_qp *q = &fz.q[i];
 
+		/* (a paced QP may be on the pacing wheel: RESET takes it off) */
 		to_state(q->qp, IBV_QPS_RESET);
 		to_state(q->peer, IBV_QPS_RESET);
 		memset(q->sq_fz, 0, (size_t)q->dq->sq_stride * q->dq->sq_cnt);
+	}
+	if (fz.paced) {
+		struct ibv_qp_rate_limit_attr off = { .rate_limit = 0 };
+
+		for (int i = 0; i < FZ_NQP; i++)
+			if (ibv_modify_qp_rate_limit(fz.q[i].qp, &off) ||
+			    ibv_modify_qp_rate_limit(fz.q[i].peer, &off))
+				abort();
+		fz.paced = false;
 	}
 	fz_drain_cqs();
 	/* Fresh content everywhere a write is allowed: every input starts

@@ -89,6 +89,7 @@ struct fz_env {
 	 * that a fuzz run looks for new ones; each place says which bug and
 	 * goes with its fix. The regression inputs run without it. */
 	bool avoid_open_bugs;
+	bool paced;			/* fz_pace() ran since the last reset */
 };
 
 extern struct fz_env fz;
@@ -109,6 +110,11 @@ void fz_check(const char *when);
 void fz_post_recvs(void);
 /* After ibv_dereg_mr(): free the buffer, register a new one (new key). */
 void fz_mr_renew(int id);
+/* Pace qp (ibv_modify_qp_rate_limit) by sel: bits 0-2 the rate, from
+ * 1 kbit/s (one packet, then seconds on the pacing wheel) to 100 Gbit/s;
+ * bit 3 a burst of 1 byte and typical packets of 64 (else the defaults).
+ * fz_reset() takes every rate off again. */
+void fz_pace(struct ibv_qp *qp, unsigned int sel);
 
 /*
  * An mbuf chain holding `len` bytes of `data`, each segment in its own

@@ -180,6 +180,17 @@ def make_parse_rx(pcap_dir, out_parse, out_rx):
         for _ in range(8)))
     write(out_rx, 'psn_ahead', b'\x00' + rec(F_HDR | F_QP | F_ICRC | F_POLL,
                                              0x80, send_only))
+    # READ requests to a paced QP (an empty record with ctl 0x04: pace A's
+    # QP sel & 3 as fz_pace(sel >> 2)): its responses wait on the pacing
+    # wheel; 1 kbit/s, 40 Mbit/s, 1 Mbit/s in bursts of one byte
+    read_req = [fr for _, fr in frames if fr[42] == 0x0c]
+    if read_req:
+        for rate in (0, 3, 8 | 2):
+            data = b'\x00' + rec(0x04, rate << 2, b'')
+            for mr in range(3):
+                data += rec(F_HDR | F_QP | F_PSN | F_KEY | F_ICRC | F_POLL,
+                            0x80 | mr << 2, read_req[0])
+            write(out_rx, 'read_paced%d' % rate, data)
 
 
 def make_parse_build(out_parse):
@@ -251,6 +262,11 @@ def make_post(out):
         wr = bytes([op, 0x0a, 2]) + sge(0xf0, 0, 100) + b'\0\0\0\0' + sge(0, 0, 50)
         wr += struct.pack('>I', 1) + struct.pack('>H', 0)
         write(out, 'verbs_%s_inline' % name, bytes([0x01, 0, 0]) + wr)
+        # the QP paced first (P & 8; P >> 4 as fz_pace): 1 kbit/s,
+        # 40 Mbit/s, 1 Mbit/s in bursts of one byte
+        for rate in (0, 3, 8 | 2):
+            write(out, 'verbs_%s_paced%d' % (name, rate),
+                  bytes([0x01, 0x08 | rate << 4, 0]) + wr)
     # ibv_wr_*: nops, then per op: op, data, raddr16, flags, [imm], sges
     for op in range(8):
         body = bytes([op, 0x08, 0, 8, 2])
