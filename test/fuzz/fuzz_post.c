@@ -22,6 +22,8 @@
  *   M & 0x80  raw: doorbell record from the input (any 32-bit value)
  *   P & 7  raw: number of WQEs - 1
  *   P & 8  the QP posted to is paced first, P >> 4 says how (fz_pace)
+ *   P & 0x80 with P & 8 clear: the engine prefetches as it does for
+ *          thousands of QPs (fz_prefetch_always)
  * Memory the application may legitimately touch: its MRs and a scratch
  * buffer (what ibv_post_send reads for inline data). Canaries, immutable
  * MRs and ASan (A's send rings are malloc()ed) check the rest.
@@ -334,6 +336,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fz_reset();
 	if (p & 8)
 		fz_pace((m & 3) == 2 ? fz.q[0].qp : q->qp, p >> 4);
+	else if (p & 0x80)
+		fz_prefetch_always();
 	if (m & 4)
 		for (int i = 0; i < FZ_NQP; i++) {
 			struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };

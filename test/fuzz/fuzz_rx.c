@@ -358,6 +358,13 @@ static void inject(uint8_t ctl, uint8_t sel, const uint8_t *src, uint32_t len)
 	if (m == NULL)
 		return;
 	fz_lock();
+	if (fz.eng->prefetch_always) {
+		/* what a burst does for frames ahead of the one received */
+		const struct droce_qp *last = NULL;
+
+		eth_rx_prefetch_qp(dev, m, &last);
+		eth_rx_prefetch_slots(dev, m);
+	}
 	eth_rx_one(fz.eng, dev, m);
 	fz_unlock();
 	fz_mbuf_free(m);
@@ -378,7 +385,8 @@ static void inject(uint8_t ctl, uint8_t sel, const uint8_t *src, uint32_t len)
  *   3  post receives again
  *   0  with ctl & 4: pace A's QP (sel & 3), its requests and the READ
  *      responses it owes (B's peer QP with ctl & 8), as fz_pace(sel >> 2)
- *      says
+ *      says; with ctl & 0x10: the engine prefetches as it does for
+ *      thousands of QPs (frames ahead in a burst, QPs ahead in a list)
  */
 static void app_action(uint8_t ctl, uint8_t sel)
 {
@@ -405,6 +413,8 @@ static void app_action(uint8_t ctl, uint8_t sel)
 		if (ctl & 4)
 			fz_pace(ctl & 8 ? fz.q[sel & 3].peer : fz.q[sel & 3].qp,
 				sel >> 2);
+		if (ctl & 0x10)
+			fz_prefetch_always();
 		break;
 	}
 }

@@ -294,9 +294,21 @@ void fz_pace(struct ibv_qp *qp, unsigned int sel)
 	fz.paced = true;
 }
 
+void fz_prefetch_always(void)
+{
+	fz_lock();
+	fz.eng->prefetch_always = true;
+	fz.eng->prefetch = true;
+	fz_unlock();
+}
+
 void fz_reset(void)
 {
 	fz_settle();
+	fz_lock();
+	fz.eng->prefetch_always = false;
+	fz.eng->prefetch = false;
+	fz_unlock();
 	for (int i = 0; i < FZ_NQP; i++) {
 		struct fz_qp *q = &fz.q[i];
 

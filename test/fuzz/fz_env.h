@@ -115,6 +115,9 @@ void fz_mr_renew(int id);
  * bit 3 a burst of 1 byte and typical packets of 64 (else the defaults).
  * fz_reset() takes every rate off again. */
 void fz_pace(struct ibv_qp *qp, unsigned int sel);
+/* Until the next fz_reset(), the engine prefetches ahead as it does from
+ * ETH_PREFETCH_QPS QPs on a device (the harness has four). */
+void fz_prefetch_always(void);
 
 /*
  * An mbuf chain holding `len` bytes of `data`, each segment in its own

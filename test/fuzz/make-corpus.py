@@ -173,6 +173,12 @@ def make_parse_rx(pcap_dir, out_parse, out_rx):
             rec(F_HDR | F_QP | F_PSN | F_ICRC | F_SEG | F_POLL, 0x80, fr)
             for fr in msg)
         write(out_rx, '%s_msg_seg' % name, data)
+        # the same with the engine prefetching ahead (an empty record with
+        # ctl 0x10), as it does for thousands of QPs
+        data = bytes([h]) + rec(0x10, 0, b'') + b''.join(
+            rec(F_HDR | F_QP | F_PSN | F_ICRC, 0x80, fr) for fr in msg) + \
+            rec(0x03, 0, b'')
+        write(out_rx, '%s_msg_prefetch' % name, data)
     # a duplicate flood and a PSN far ahead, from the first SEND ONLY
     send_only = next(fr for _, fr in frames if fr[42] == 0x04)
     write(out_rx, 'dup_flood', b'\x00' + b''.join(
@@ -267,6 +273,8 @@ def make_post(out):
         for rate in (0, 3, 8 | 2):
             write(out, 'verbs_%s_paced%d' % (name, rate),
                   bytes([0x01, 0x08 | rate << 4, 0]) + wr)
+        # the engine prefetching ahead (P & 0x80)
+        write(out, 'verbs_%s_prefetch' % name, bytes([0x01, 0x80, 0]) + wr)
     # ibv_wr_*: nops, then per op: op, data, raddr16, flags, [imm], sges
     for op in range(8):
         body = bytes([op, 0x08, 0, 8, 2])

@@ -345,7 +345,7 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 	if (now_tick - eng->wheel_tick > ETH_WHEEL_SLOTS)
 		eng->wheel_tick = now_tick - ETH_WHEEL_SLOTS;
 	droce_trace_refresh();
-	eng->prefetch = false;
+	eng->prefetch = eng->prefetch_always;
 	for (uint32_t i = 0; i < eng->nb_devs; i++) {
 		eth_arp_timer(eng->devs[i], now);
 		eth_port_check(eng->devs[i], now);

@@ -114,6 +114,7 @@ struct droce_engine {
 	/* A device has ETH_PREFETCH_QPS QPs or more (looked at each timer
 	 * tick): QPs are then cold and the engine prefetches them ahead. */
 	bool prefetch;
+	bool prefetch_always;		/* tests: whatever the QP count */
 	/* Stalls (ETH_STALL_US): the time this engine could not listen. A
 	 * local ACK timeout that mostly elapsed while it was away is not the
 	 * peer's silence (eth_req_timer). */
@@ -201,6 +202,15 @@ static inline bool eth_tx_busy(const struct droce_dev *dev)
 
 /* eth_rx.c */
 int eth_rx(struct droce_engine *eng, struct droce_dev *dev);
+/* With thousands of QPs, ahead of receiving a frame: its QP's lines and a
+ * WRITE's destination (*last: the QP asked for last, asked for once), and
+ * an ACK's WQE state slots (its QP's lines asked for first). Hints from
+ * untrusted bytes: bounded, never dereferencing what the frame names but
+ * through the QP and key tables. Also called by the receive-path fuzzer. */
+void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
+			const struct droce_qp **last);
+void eth_rx_prefetch_slots(const struct droce_dev *dev,
+			   const struct rte_mbuf *m);
 /* One received frame through the whole receive path (the caller frees m);
  * also the entry point of the receive-path fuzzer. */
 void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,

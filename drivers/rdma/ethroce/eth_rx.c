@@ -294,9 +294,8 @@ static void eth_rx_release(struct droce_engine *eng, struct rte_mbuf **b,
  * The destination QP of an untagged IPv4 RoCEv2 frame, prefetched (a hint:
  * nothing here is trusted; eth_rx_one parses and checks the frame).
  */
-static inline void prefetch_dest_qp(const struct droce_dev *dev,
-				    const struct rte_mbuf *m,
-				    const struct droce_qp **last)
+void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
+			const struct droce_qp **last)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct droce_qp *qp;
@@ -342,8 +341,8 @@ static inline void prefetch_dest_qp(const struct droce_dev *dev,
  * their state slots, once the QP's lines (asked for RX_AHEAD_QP frames
  * before) tell where they are. A hint, as above.
  */
-static inline void prefetch_acked_slots(const struct droce_dev *dev,
-					const struct rte_mbuf *m)
+void eth_rx_prefetch_slots(const struct droce_dev *dev,
+			   const struct rte_mbuf *m)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct droce_qp *qp;
@@ -376,15 +375,15 @@ static void rx_burst_ahead(struct droce_engine *eng, struct droce_dev *dev,
 	for (uint16_t i = 0; i < RTE_MIN(n, (uint16_t)RX_AHEAD_BYTES); i++)
 		rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i], void *));
 	for (uint16_t i = 0; i < RTE_MIN(n, (uint16_t)RX_AHEAD_QP); i++)
-		prefetch_dest_qp(dev, eng->rx[i], &last);
+		eth_rx_prefetch_qp(dev, eng->rx[i], &last);
 	for (uint16_t i = 0; i < n; i++) {
 		if (i + RX_AHEAD_BYTES < n)
 			rte_prefetch0(rte_pktmbuf_mtod(eng->rx[i + RX_AHEAD_BYTES],
 						       void *));
 		if (i + RX_AHEAD_QP < n)
-			prefetch_dest_qp(dev, eng->rx[i + RX_AHEAD_QP], &last);
+			eth_rx_prefetch_qp(dev, eng->rx[i + RX_AHEAD_QP], &last);
 		if (i + RX_AHEAD_SLOTS < n)
-			prefetch_acked_slots(dev, eng->rx[i + RX_AHEAD_SLOTS]);
+			eth_rx_prefetch_slots(dev, eng->rx[i + RX_AHEAD_SLOTS]);
 		eth_rx_one(eng, dev, eng->rx[i]);
 	}
 }
