@@ -71,6 +71,14 @@
 #    receives; the rows are checked with the roles so swapped (the
 #    listener's own row, the connector's a copy of it for write_bw, its
 #    own count of the SENDs for send_bw);
+#  - --run_infinitely -D 1 (inf_write_bw; first mode only): the client
+#    stopped after 8 s by SIGTERM (the guest's jobs ignore SIGINT), and a
+#    row printed for at least two of its periods, each with messages and
+#    a bandwidth above 0 (rxe's clock under TCG makes its periods its
+#    own, so no upper count); the droce-perf client then gives its whole
+#    run's row to the server, which perftest's prints and exits 0 with;
+#    perftest's client, killed, gives nothing, and the droce-perf server
+#    fails that exchange as perftest's would (exit 1, that one complaint);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -122,6 +130,7 @@ tc_write_bw  write_bw   4096   --tclass:96:--flow_label:74565
 pp_write_bw  write_bw   4096   --rate_limit:2:--rate_units:M:--rate_limit_type:SW:--burst_size:2
 rev_write_bw write_bw   4096   --reversed
 rev_send_bw  send_bw    4096   --reversed
+inf_write_bw write_bw   4096   --run_infinitely:-D:1
 "
 TESTS=${DROCE_INTEROP_PERF_TESTS:-$(echo "$TESTS_ALL" | awk 'NF {print $1}')}
 
@@ -342,6 +351,52 @@ tc_check() {
 	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from rxe with IP TOS 96 (perftest --tclass 96)"
 }
 
+# inf_check <label> <dir> <size> <rxe|droce: the server>: a --run_infinitely
+# pair (see the header)
+inf_check() {
+	local label=$1 dir=$2 size=$3 s=$4 c cout n bad before=$IO_FAILS
+	local re="^ +$size[[:space:]]+[0-9]+[[:space:]]+0\\.00[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
+	if [ "$s" = rxe ]; then
+		c=droce; cout=$dir/droce.out
+		[ "$IO_DRC" -eq 124 ] ||
+			io_fail "$label: droce's exit code $IO_DRC, not 124 (stopped after 8 s)"
+		[ "$IO_GRC" -eq 0 ] ||
+			io_fail "$label: rxe's server exit code $IO_GRC, not 0 (after droce's report)"
+		# the server's row: the client's whole run, given at the end
+		[ -n "$(row "$dir/rxe.out")" ] &&
+		[ "$(row "$dir/rxe.out")" = "$(row "$cout")" ] ||
+			io_fail "$label: rxe's row '$(row "$dir/rxe.out")' is not droce's last '$(row "$cout")'"
+		check_errors "$dir/droce.err" "$label (droce stderr)"
+	else
+		c=rxe; cout=$dir/rxe.out
+		# (124 from the guest's timeout, or 143 as the guest's job
+		# runner reports a program ended by SIGTERM)
+		case $IO_GRC in 124|143) ;;
+		*) io_fail "$label: rxe's exit code $IO_GRC, not 124/143 (stopped after 8 s)" ;;
+		esac
+		[ "$IO_DRC" -eq 1 ] ||
+			io_fail "$label: droce's server exit code $IO_DRC, not 1 (its client gone before the report exchange)"
+		# (its client gone, the report exchange is what it may complain of)
+		grep -v 'Failed to exchange data between server and clients' \
+			"$dir/droce.err" >"$dir/droce.err.rest"
+		check_errors "$dir/droce.err.rest" "$label (droce stderr)"
+	fi
+	check_errors "$dir/rxe.out" "$label (rxe)"
+	check_errors "$dir/droce.out" "$label (droce)"
+	n=$(grep -cE "$re" "$cout")
+	bad=$(grep -E "$re" "$cout" | awk '!($2 > 0 && $4 > 0 && $5 > 0)' | head -n 1)
+	[ "$n" -ge 2 ] ||
+		io_fail "$label: the $c client printed $n rows in 8 s of --run_infinitely -D 1 (2 or more expected)"
+	[ -z "$bad" ] || io_fail "$label: the $c client's row '$bad' has a zero figure"
+	io_hw_check "$dir/rxe.out" "$label"
+	if [ $IO_FAILS -ne "$before" ]; then
+		io_show "$dir"/*.out "$dir"/*.err
+		io_guest_diag
+	else
+		printf 'ok   %-52s %s rows\n' "$label" "$n"
+	fi
+}
+
 # run <mode> <name> <rxe|droce: the server>
 run() {
 	local mode=$1 name=$2 line t size extra label dir dx
@@ -379,21 +434,35 @@ run() {
 			return
 		fi ;;
 	esac
+	# --run_infinitely: the client stopped by SIGTERM after 8 s (the
+	# server by the end of the exchange; at worst by the harness)
+	local gto= dto=
+	case $name in inf_*)
+		if [ "$3" = rxe ]; then
+			gto="timeout 25 "; dto="timeout 8"
+		else
+			gto="timeout 8 "
+		fi ;;
+	esac
 	if [ "$3" = rxe ]; then
 		# shellcheck disable=SC2086
-		io_pair_rxe_server "$mode" "$dir" "$PORT" "ib_$t -d rxe0 $args" \
-			"$BIN" "$t" $args $dx "$IO_GUEST_OOB_IP" ||
+		io_pair_rxe_server "$mode" "$dir" "$PORT" "${gto}ib_$t -d rxe0 $args" \
+			$dto "$BIN" "$t" $args $dx "$IO_GUEST_OOB_IP" ||
 			{ io_fail "$label: the guest job did not start"; return; }
 	else
 		# shellcheck disable=SC2086
 		if ! io_pair_droce_server "$mode" "$dir" "$PORT" \
-			"ib_$t -d rxe0 $args $IO_HOST_OOB_IP" \
-			"$BIN" "$t" $args $dx; then
+			"${gto}ib_$t -d rxe0 $args $IO_HOST_OOB_IP" \
+			$dto "$BIN" "$t" $args $dx; then
 			io_fail "$label: droce-perf does not listen on $PORT"
 			io_show "$dir"/*
 			return
 		fi
 	fi
+	case $name in inf_*)
+		inf_check "$label" "$dir" "$size" "$3"
+		return ;;
+	esac
 	REV=
 	case $name in rev_*) REV=1 ;; esac
 	check_pair "$label" "$dir" "$t" "$size" "$3"
@@ -467,7 +536,7 @@ for mode in $MODES; do
 	[ -n "$FIRST_MODE" ] || FIRST_MODE=$mode
 	for name in $TESTS; do
 		# the MTU 4096, UC, UD, -b, -e, SRQ, MR-per-QP, gap and tclass runs in one mode only
-		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*|pp_*|rev_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
+		case $name in *_mtu4096|uc_*|ud_*|bi_*|ev_*|srq_*|mrqp_*|gap_*|tc_*|pp_*|rev_*|inf_*) [ "$mode" = "$FIRST_MODE" ] || continue ;; esac
 		run "$mode" "$name" rxe
 		run "$mode" "$name" droce
 	done
