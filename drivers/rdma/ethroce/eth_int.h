@@ -259,9 +259,7 @@ bool eth_neigh_resolve(struct droce_dev *dev, const uint8_t *gid,
 /* Put the peer's MAC into the QP's template (soliciting it if unknown);
  * false while unresolved (*failed: given up). */
 bool eth_qp_resolve(struct droce_qp *qp, bool *failed);
-/* The template's destination MAC is the peer's current one. A neighbour
- * whose MAC changes bumps its generation, so the QPs that use it resolve
- * again at their next frame: no walk over the QPs (doc/security.md). */
+
 /*
  * With thousands of QPs the one served next is cold: ask for the lines a
  * packet of it reads and writes (struct droce_qp keeps them together)
@@ -305,6 +303,9 @@ static inline void eth_qp_prefetch_wqes(const struct droce_qp *qp)
 	eth_qp_prefetch_slots(qp, idx, n);
 }
 
+/* The template's destination MAC is the peer's current one. A neighbour
+ * whose MAC changes bumps its generation, so the QPs that use it resolve
+ * again at their next frame: no walk over the QPs (doc/security.md). */
 static inline bool eth_qp_tmpl_ok(const struct droce_qp *qp)
 {
 	return likely(qp->tmpl_ready) && likely(*qp->neigh_genp == qp->neigh_gen);
