@@ -50,6 +50,9 @@ if [ $FAILS -eq 0 ]; then
 	[ "$(kv bytes)" = "$((msgs * 64))" ] || fail "bytes=$(kv bytes)"
 	[ "$(kv errors)" = "0" ] || fail "errors=$(kv errors)"
 	grep -qx " check: size 64 OK" "$out" || fail "data check did not pass"
+	# thousands of QPs: the engine prefetches them ahead (256 or more)
+	[ "$(kv c_eng_prefetch)" = "1" ] ||
+		fail "c_eng_prefetch=$(kv c_eng_prefetch), expected 1 with $QPS QPs"
 fi
 echo "$QPS QP pairs, engine=$ENGINE: ${wall}s; msg_rate=$(kv msg_rate)" \
 	"timeouts=$(kv c_timeouts) retransmits=$(kv c_retransmits)"

@@ -952,6 +952,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_keeper_us = eng->lcore < 0 ? eng->keeper_wait_us : 0;
 	st->eng_wakes = __atomic_load_n(&eng->wakes, __ATOMIC_RELAXED);
 	st->eng_paced = __atomic_load_n(&eng->pace_nb, __ATOMIC_RELAXED);
+	st->eng_prefetch = eng->prefetch;
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;
