@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/queue.h>
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 #include <rte_common.h>
@@ -391,8 +392,7 @@ struct droce_qp {
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *resp_next;	/* engine responder list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */
-	struct droce_qp *timer_next;	/* engine timer wheel slot */
-	struct droce_qp **timer_pprev;
+	LIST_ENTRY(droce_qp) timer_link;	/* engine timer wheel slot */
 	uint64_t timer_tick;		/* the slot's tick it is filed under */
 	uint64_t pace_cyc_q16;		/* TSC cycles per byte << 16; 0: not paced */
 	/* requester */
@@ -454,8 +454,7 @@ struct droce_qp {
 	uint64_t pace_due;		/* when a waiting QP may send again */
 	uint64_t pace_now;		/* the TSC at the last hold ... */
 	uint64_t pace_tx_bytes;		/* ... and its device's tx_bytes then */
-	struct droce_qp *pace_next;	/* engine pacing wheel slot */
-	struct droce_qp **pace_pprev;
+	LIST_ENTRY(droce_qp) pace_link;	/* engine pacing wheel slot */
 	struct mlx5_wqe_data_seg resp_sge[DROCE_MAX_SGE];
 	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
 	/* Results of recent atomics, so a duplicate is answered and never

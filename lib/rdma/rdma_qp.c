@@ -433,6 +433,16 @@ static void build_template(struct droce_qp *qp)
 }
 
 /* Runs on the owning engine. */
+/* On the engine: the QP's rate as asked, then the engine's own figures. */
+static void set_rate(struct droce_qp *qp, uint32_t kbps, uint32_t burst,
+		     uint16_t pkt)
+{
+	qp->rate_limit = kbps;
+	qp->rate_max_burst = burst;
+	qp->rate_typical_pkt = pkt;
+	droce_drv->qp_rate_changed(qp);
+}
+
 static void modify_apply(void *arg)
 {
 	struct modify_job *j = arg;
@@ -468,13 +478,8 @@ static void modify_apply(void *arg)
 		qp->retry_cnt = a->retry_cnt;
 	if (m & IBV_QP_RNR_RETRY)
 		qp->rnr_retry = a->rnr_retry;
-	if (m & IBV_QP_RATE_LIMIT) {
-		/* (ibv_modify_qp carries no burst or packet size: defaults) */
-		qp->rate_limit = a->rate_limit;
-		qp->rate_max_burst = 0;
-		qp->rate_typical_pkt = 0;
-		droce_drv->qp_rate_changed(qp);
-	}
+	if (m & IBV_QP_RATE_LIMIT)	/* (no burst or packet size: defaults) */
+		set_rate(qp, a->rate_limit, 0, 0);
 	if (m & IBV_QP_AV) {
 		qp->ah = a->ah_attr;
 		qp->dst_gid = a->ah_attr.grh.dgid;
@@ -536,10 +541,8 @@ static void rate_apply(void *arg)
 {
 	struct rate_job *j = arg;
 
-	j->qp->rate_limit = j->attr.rate_limit;
-	j->qp->rate_max_burst = j->attr.max_burst_sz;
-	j->qp->rate_typical_pkt = j->attr.typical_pkt_sz;
-	droce_drv->qp_rate_changed(j->qp);
+	set_rate(j->qp, j->attr.rate_limit, j->attr.max_burst_sz,
+		 j->attr.typical_pkt_sz);
 }
 
 /*

@@ -116,16 +116,13 @@ static inline uint64_t qp_deadline(const struct droce_qp *qp)
 
 static void wheel_unlink(struct droce_qp *qp)
 {
-	*qp->timer_pprev = qp->timer_next;
-	if (qp->timer_next)
-		qp->timer_next->timer_pprev = qp->timer_pprev;
+	LIST_REMOVE(qp, timer_link);
 	qp->flags &= ~DROCE_QPF_ON_TIMER;
 }
 
 void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp)
 {
 	uint64_t d = qp_deadline(qp), tick;
-	struct droce_qp **slot;
 
 	if (d == 0)
 		return;
@@ -135,12 +132,8 @@ void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp)
 			return;	/* filed earlier: its visit re-files it */
 		wheel_unlink(qp);
 	}
-	slot = &eng->wheel[tick & (ETH_WHEEL_SLOTS - 1)];
-	qp->timer_next = *slot;
-	if (*slot)
-		(*slot)->timer_pprev = &qp->timer_next;
-	qp->timer_pprev = slot;
-	*slot = qp;
+	LIST_INSERT_HEAD(&eng->wheel[tick & (ETH_WHEEL_SLOTS - 1)], qp,
+			 timer_link);
 	qp->timer_tick = tick;
 	qp->flags |= DROCE_QPF_ON_TIMER;
 }
@@ -355,16 +348,17 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 			eng->prefetch = true;
 	}
 	while (eng->wheel_tick < now_tick) {
-		struct droce_qp **slot, *qp, *next;
+		struct eth_qp_slot *slot;
+		struct droce_qp *qp, *next;
 
 		eng->wheel_tick++;
 		slot = &eng->wheel[eng->wheel_tick & (ETH_WHEEL_SLOTS - 1)];
-		qp = *slot;
-		*slot = NULL;
+		qp = LIST_FIRST(slot);
+		LIST_INIT(slot);
 		for (; qp; qp = next) {
 			uint64_t d;
 
-			next = qp->timer_next;
+			next = LIST_NEXT(qp, timer_link);
 			qp->flags &= ~DROCE_QPF_ON_TIMER;
 			d = qp_deadline(qp);
 			if (d == 0)

@@ -52,6 +52,10 @@
 #define ETH_STALL_US		500
 #define ETH_STALL_APP_US	(4 * ETH_KEEPER_US)
 
+/* A slot of the engine's wheels: QPs linked through timer_link or
+ * pace_link (<sys/queue.h>: O(1) insert and removal). */
+LIST_HEAD(eth_qp_slot, droce_qp);
+
 struct droce_engine {
 	int lcore;			/* -1: app engine */
 	struct droce_dev *devs[DROCE_MAX_DEVS];
@@ -69,7 +73,7 @@ struct droce_engine {
 	 * visit re-files it if its deadline moved later, so arming is O(1)
 	 * and an idle engine pays one shift and compare per poll.
 	 */
-	struct droce_qp *wheel[ETH_WHEEL_SLOTS];
+	struct eth_qp_slot wheel[ETH_WHEEL_SLOTS];
 	uint64_t wheel_tick;		/* last tick processed */
 	unsigned int tick_shift;
 	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
@@ -79,7 +83,7 @@ struct droce_engine {
 	 * requester's timer wheel's 50 us would bunch a paced QP's packets.
 	 * Visited only while pace_nb is non-zero.
 	 */
-	struct droce_qp *pace_wheel[ETH_PACE_SLOTS];
+	struct eth_qp_slot pace_wheel[ETH_PACE_SLOTS];
 	uint64_t pace_tick;		/* last tick processed */
 	unsigned int pace_shift;
 	uint32_t pace_nb;		/* QPs on the pacing wheel */

@@ -76,18 +76,13 @@ void eth_pace_init(struct droce_engine *eng)
 static void file_qp(struct droce_engine *eng, struct droce_qp *qp)
 {
 	uint64_t tick = qp->pace_due >> eng->pace_shift;
-	struct droce_qp **slot;
 
 	/* Due in this tick or before: the next tick processed. Beyond the
 	 * wheel's reach: its last slot, and filed again from there. */
 	tick = RTE_MAX(tick, eng->pace_tick + 1);
 	tick = RTE_MIN(tick, eng->pace_tick + ETH_PACE_SLOTS - 1);
-	slot = &eng->pace_wheel[tick & (ETH_PACE_SLOTS - 1)];
-	qp->pace_next = *slot;
-	if (*slot)
-		(*slot)->pace_pprev = &qp->pace_next;
-	qp->pace_pprev = slot;
-	*slot = qp;
+	LIST_INSERT_HEAD(&eng->pace_wheel[tick & (ETH_PACE_SLOTS - 1)], qp,
+			 pace_link);
 }
 
 void eth_pace_wait(struct droce_engine *eng, struct droce_qp *qp, uint64_t due)
@@ -109,9 +104,7 @@ void eth_pace_unlink(struct droce_engine *eng, struct droce_qp *qp)
 {
 	if (!(qp->flags & DROCE_QPF_ON_PACE))
 		return;
-	*qp->pace_pprev = qp->pace_next;
-	if (qp->pace_next)
-		qp->pace_next->pace_pprev = qp->pace_pprev;
+	LIST_REMOVE(qp, pace_link);
 	qp->flags &= ~DROCE_QPF_ON_PACE;
 	eng->pace_nb--;
 }
@@ -126,14 +119,15 @@ int eth_pace_run(struct droce_engine *eng, uint64_t now)
 	if (now_tick - eng->pace_tick > ETH_PACE_SLOTS)
 		eng->pace_tick = now_tick - ETH_PACE_SLOTS;
 	while (eng->pace_tick < now_tick && eng->pace_nb) {
-		struct droce_qp **slot, *qp, *next;
+		struct eth_qp_slot *slot;
+		struct droce_qp *qp, *next;
 
 		eng->pace_tick++;
 		slot = &eng->pace_wheel[eng->pace_tick & (ETH_PACE_SLOTS - 1)];
-		qp = *slot;
-		*slot = NULL;
+		qp = LIST_FIRST(slot);
+		LIST_INIT(slot);
 		for (; qp; qp = next) {
-			next = qp->pace_next;
+			next = LIST_NEXT(qp, pace_link);
 			if (qp->pace_due <= now) {
 				qp->flags &= ~DROCE_QPF_ON_PACE;
 				eng->pace_nb--;
@@ -156,7 +150,7 @@ uint64_t eth_pace_next_tsc(const struct droce_engine *eng)
 		return 0;
 	for (uint64_t t = eng->pace_tick + 1;
 	     t < eng->pace_tick + ETH_PACE_SLOTS; t++)
-		if (eng->pace_wheel[t & (ETH_PACE_SLOTS - 1)])
+		if (!LIST_EMPTY(&eng->pace_wheel[t & (ETH_PACE_SLOTS - 1)]))
 			return t << eng->pace_shift;
 	return (eng->pace_tick + ETH_PACE_SLOTS) << eng->pace_shift;
 }
