@@ -1493,9 +1493,9 @@ int main(int argc, char **argv)
 	srand48((long)getpid() * (long)time(NULL));
 	if (opt.run_inf) {
 		/* no SA_RESTART: a blocking read of the exchange returns;
-		 * a second signal ends the process as usual */
-		struct sigaction sa = { .sa_handler = perf_stop_handler,
-					.sa_flags = (int)SA_RESETHAND };
+		 * a second signal a second later ends the process as usual
+		 * (perf_stop_handler) */
+		struct sigaction sa = { .sa_handler = perf_stop_handler };
 
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, NULL);

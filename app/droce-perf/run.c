@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <rte_cycles.h>
 #include <rte_pause.h>
@@ -37,10 +38,28 @@ static uint64_t cur_size;
 
 volatile sig_atomic_t perf_stop;
 
+/*
+ * SIGINT/SIGTERM with --run_infinitely: the first asks the run to end as a
+ * timed run does. Another within a second is the same request (coreutils'
+ * timeout signals both the command and its process group, so a program
+ * under it gets two at once); one later ends the process as usual.
+ */
 void perf_stop_handler(int sig)
 {
-	(void)sig;
-	perf_stop = 1;
+	static struct timespec first;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);	/* (async-signal-safe) */
+	if (!perf_stop) {
+		first = now;
+		perf_stop = 1;
+		return;
+	}
+	if ((now.tv_sec - first.tv_sec) * 1000 +
+	    (now.tv_nsec - first.tv_nsec) / 1000000 >= 1000) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 }
 
 struct perf_cycles perf_cyc;

@@ -258,6 +258,28 @@ else
 	grep -qx ' check: size 64 OK' "$INF" || fail "run_infinitely: data check did not pass"
 fi
 
+# the same stopped by two SIGTERMs 50 ms apart (as coreutils' timeout
+# sends one to the program and one to its process group): one request,
+# the same graceful end; a signal a second later would end it outright
+RUNS=$((RUNS + 1))
+INF2=$WORK/$RUNS.out
+DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
+	--run_infinitely -D 0.2 --loopback $APP --kv --check >"$INF2" 2>"$INF2.err" &
+ipid=$!
+PIDS="$PIDS $ipid"
+for _ in $(seq 150); do
+	[ "$(grep -Ecs '^ 64 +[0-9]+ +0\.00 ' "$INF2")" -ge 2 ] && break
+	kill -0 $ipid 2>/dev/null || break
+	sleep 0.1
+done
+kill -TERM $ipid 2>/dev/null
+sleep 0.05
+kill -TERM $ipid 2>/dev/null
+wait $ipid
+rc=$?
+[ $rc -eq 0 ] && grep -qx ' check: size 64 OK' "$INF2" ||
+	{ fail "run_infinitely, two SIGTERMs 50 ms apart: exit code $rc"; tail -n 3 "$INF2" "$INF2.err" | sed 's/^/    /'; }
+
 # latency
 run write_lat 0 write_lat -n 1000 $APP && check_lat write_lat 2 1000
 run read_lat 0 read_lat -s 64 -n 500 $APP && check_lat read_lat 64 500
