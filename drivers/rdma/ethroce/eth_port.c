@@ -20,7 +20,17 @@
 #include "eth_int.h"
 
 #define ETH_NB_DESC		1024
-#define ETH_RING_PAIR_SIZE	4096
+/*
+ * A ring pair's depth: frames between one engine's transmit and the other's
+ * receive. Both ends in one process on one engine, with thousands of busy
+ * QPs the sender outruns the receiver until the ring is full, and every
+ * frame waits a whole ring before it is read: 4096 frames (~4 lines each
+ * with their mbuf) were the size of L2, so each was cold when received.
+ * 512 frames still take several receive bursts of every iteration (16384
+ * QPs, 64 B WRITE: 5-25 % fewer engine cycles a message, twenty-first
+ * round of doc/performance.md); fewer (256) lost again.
+ */
+#define ETH_RING_PAIR_SIZE	512
 /* L3 bytes around a payload: IPv6 (the larger) + UDP + BTH + largest ext
  * header + ICRC */
 #define ETH_L3_OVERHEAD		(ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + \
