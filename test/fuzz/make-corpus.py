@@ -179,6 +179,19 @@ def make_parse_rx(pcap_dir, out_parse, out_rx):
             rec(F_HDR | F_QP | F_PSN | F_ICRC, 0x80, fr) for fr in msg) + \
             rec(0x03, 0, b'')
         write(out_rx, '%s_msg_prefetch' % name, data)
+    # WRITEs behind a VLAN tag and in IPv6, to QPN 0x11 (A's first QP when
+    # fresh), while the engine prefetches: the receive hints find the BTH
+    # past the tag or the IPv6 header (the addresses are the capture's, so
+    # the full parse may refuse the frame after the hints have read it)
+    wr = next((fr for _, fr in frames if fr[42] in (0x06, 0x0a)), None)
+    if wr is not None:
+        fr = bytearray(wr)
+        fr[47:50] = b'\x00\x00\x11'
+        l3 = bytes(fr[14:])
+        fr = bytes(fr[:14]) + l3[:-4] + icrc(l3, False)
+        for tag, v in (('vlan', vlan_variant(fr)), ('ipv6', ipv6_variant(fr))):
+            write(out_rx, 'write_%s_prefetch' % tag, b'\x00' +
+                  rec(0x10, 0, b'') + rec(F_POLL, 0x80, v) + rec(0x03, 0, b''))
     # a duplicate flood and a PSN far ahead, from the first SEND ONLY
     send_only = next(fr for _, fr in frames if fr[42] == 0x04)
     write(out_rx, 'dup_flood', b'\x00' + b''.join(

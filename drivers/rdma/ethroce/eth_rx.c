@@ -11,6 +11,7 @@
  * of the frame before roce_parse_rx has bounded it.
  */
 #include <string.h>
+#include <netinet/in.h>
 
 #include <rte_ethdev.h>
 
@@ -290,25 +291,64 @@ static void eth_rx_release(struct droce_engine *eng, struct rte_mbuf **b,
 #define RX_AHEAD_QP	4
 #define RX_AHEAD_SLOTS	2
 
+/* rx_hint_bth's other cases: a VLAN tag, IPv6; 0 if neither. */
+static __rte_noinline uint32_t rx_hint_bth_off(const uint8_t *f)
+{
+	uint32_t off = ROCE_ETH_HLEN;
+	uint16_t type = (uint16_t)(f[12] << 8 | f[13]);
+
+	if (type == RTE_ETHER_TYPE_VLAN) {
+		type = (uint16_t)(f[16] << 8 | f[17]);
+		off += ROCE_VLAN_HLEN;
+	}
+	if (type == RTE_ETHER_TYPE_IPV4 && f[off] == 0x45)
+		return off + ROCE_IPV4_HLEN + ROCE_UDP_HLEN;
+	if (type == RTE_ETHER_TYPE_IPV6 && f[off + 6] == IPPROTO_UDP)
+		return off + ROCE_IPV6_HLEN + ROCE_UDP_HLEN;
+	return 0;
+}
+
 /*
- * The destination QP of an untagged IPv4 RoCEv2 frame, prefetched (a hint:
- * nothing here is trusted; eth_rx_one parses and checks the frame).
+ * Where a RoCEv2 frame's BTH would start, for the hints below: untagged or
+ * one 802.1Q tag, IPv4 without options or IPv6 with UDP next, and room for
+ * the BTH and `ext` bytes after it; NULL for anything else. Nothing here
+ * is trusted: eth_rx_one parses and checks the frame.
  */
+static inline const uint8_t *rx_hint_bth(const struct rte_mbuf *m,
+					 uint32_t ext)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t off;
+
+	/* (the shortest RoCEv2 frame, IPv4 with a bare BTH and ICRC, is as
+	 * long as what rx_hint_bth_off reads at most) */
+	if (m->data_len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN + ROCE_IPV6_HLEN)
+		return NULL;
+	if (likely(f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45))
+		off = ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN;
+	else if ((off = rx_hint_bth_off(f)) == 0)
+		return NULL;
+	if (m->data_len < off + ROCE_BTH_LEN + ext)
+		return NULL;
+	return f + off;
+}
+
+/* The QP a BTH names (bytes 5-7). */
+static inline const struct droce_qp *rx_hint_qp(const struct droce_dev *dev,
+						const uint8_t *bth)
+{
+	return droce_qp_lookup(dev, (uint32_t)bth[5] << 16 |
+			       (uint32_t)bth[6] << 8 | bth[7]);
+}
+
+/* The destination QP of a RoCEv2 frame, prefetched (a hint). */
 void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 			const struct droce_qp **last)
 {
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const uint8_t *bth = rx_hint_bth(m, 0);
 	const struct droce_qp *qp;
 
-	/* (offsets for Ethernet, IPv4 without options, UDP, BTH, RETH) */
-	if (m->data_len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
-			  ROCE_BTH_LEN ||
-	    f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45)
-		return;
-	/* BTH: destination QP in bytes 5-7 */
-	qp = droce_qp_lookup(dev, (uint32_t)f[47] << 16 |
-			     (uint32_t)f[48] << 8 | f[49]);
-	if (qp == NULL)
+	if (bth == NULL || (qp = rx_hint_qp(dev, bth)) == NULL)
 		return;
 	/* (a run of frames for one QP: its lines once) */
 	if (qp != *last)
@@ -317,16 +357,16 @@ void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 	/* A WRITE's first bytes land at its RETH's address: a cold line
 	 * per message with thousands of QPs (the region's, if the key
 	 * names one; the responder checks rights and bounds later). */
-	if ((roce_opcode_info(f[42])->flags & (ROCE_OPF_RETH | ROCE_OPF_WRITE)) ==
+	if ((roce_opcode_info(bth[0])->flags & (ROCE_OPF_RETH | ROCE_OPF_WRITE)) ==
 	    (ROCE_OPF_RETH | ROCE_OPF_WRITE) &&
-	    m->data_len >= ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
-			   ROCE_BTH_LEN + ROCE_RETH_LEN) {
+	    (uint32_t)(bth - rte_pktmbuf_mtod(m, const uint8_t *)) +
+	    ROCE_BTH_LEN + ROCE_RETH_LEN <= m->data_len) {
 		const struct droce_mr *mr;
 		uint64_t va;
 		uint32_t key;
 
-		memcpy(&va, f + 54, sizeof(va));
-		memcpy(&key, f + 62, sizeof(key));
+		memcpy(&va, bth + ROCE_BTH_LEN, sizeof(va));
+		memcpy(&key, bth + ROCE_BTH_LEN + 8, sizeof(key));
 		va = rte_be_to_cpu_64(va);
 		mr = droce_mr_lookup(dev, rte_be_to_cpu_32(key));
 		/* (for writing; DPDK 22.11's rte_prefetch0_write is
@@ -344,16 +384,12 @@ void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 void eth_rx_prefetch_slots(const struct droce_dev *dev,
 			   const struct rte_mbuf *m)
 {
-	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const uint8_t *bth = rx_hint_bth(m, 0);
 	const struct droce_qp *qp;
 
-	if (m->data_len < ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN +
-			  ROCE_BTH_LEN ||
-	    f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
-	    !(roce_opcode_info(f[42])->flags & ROCE_OPF_AETH))
+	if (bth == NULL || !(roce_opcode_info(bth[0])->flags & ROCE_OPF_AETH))
 		return;
-	qp = droce_qp_lookup(dev, (uint32_t)f[47] << 16 |
-			     (uint32_t)f[48] << 8 | f[49]);
+	qp = rx_hint_qp(dev, bth);
 	if (qp)
 		eth_qp_prefetch_slots(qp, qp->req_acked,
 				      RTE_MIN(qp->req_hwm - qp->req_acked,
