@@ -311,24 +311,23 @@ static __rte_noinline uint32_t rx_hint_bth_off(const uint8_t *f)
 /*
  * Where a RoCEv2 frame's BTH would start, for the hints below: untagged or
  * one 802.1Q tag, IPv4 without options or IPv6 with UDP next, and room for
- * the BTH and `ext` bytes after it; NULL for anything else. Nothing here
- * is trusted: eth_rx_one parses and checks the frame.
+ * the BTH; NULL for anything else. Nothing here is trusted: eth_rx_one
+ * parses and checks the frame.
  */
-static inline const uint8_t *rx_hint_bth(const struct rte_mbuf *m,
-					 uint32_t ext)
+static inline const uint8_t *rx_hint_bth(const struct rte_mbuf *m)
 {
 	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t off;
 
-	/* (the shortest RoCEv2 frame, IPv4 with a bare BTH and ICRC, is as
-	 * long as what rx_hint_bth_off reads at most) */
+	/* (no RoCEv2 frame is shorter: IPv4 with a bare BTH and ICRC; and
+	 * it covers every byte rx_hint_bth_off reads) */
 	if (m->data_len < ROCE_ETH_HLEN + ROCE_VLAN_HLEN + ROCE_IPV6_HLEN)
 		return NULL;
 	if (likely(f[12] == 0x08 && f[13] == 0x00 && f[14] == 0x45))
 		off = ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN;
 	else if ((off = rx_hint_bth_off(f)) == 0)
 		return NULL;
-	if (m->data_len < off + ROCE_BTH_LEN + ext)
+	if (m->data_len < off + ROCE_BTH_LEN)
 		return NULL;
 	return f + off;
 }
@@ -345,7 +344,7 @@ static inline const struct droce_qp *rx_hint_qp(const struct droce_dev *dev,
 void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 			const struct droce_qp **last)
 {
-	const uint8_t *bth = rx_hint_bth(m, 0);
+	const uint8_t *bth = rx_hint_bth(m);
 	const struct droce_qp *qp;
 
 	if (bth == NULL || (qp = rx_hint_qp(dev, bth)) == NULL)
@@ -384,7 +383,7 @@ void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 void eth_rx_prefetch_slots(const struct droce_dev *dev,
 			   const struct rte_mbuf *m)
 {
-	const uint8_t *bth = rx_hint_bth(m, 0);
+	const uint8_t *bth = rx_hint_bth(m);
 	const struct droce_qp *qp;
 
 	if (bth == NULL || !(roce_opcode_info(bth[0])->flags & ROCE_OPF_AETH))
