@@ -111,6 +111,7 @@ struct perf_opts {
 	bool cpu_util;			/* --cpu_util: perftest's CPU column */
 	int latency_gap;		/* --latency_gap: us before each round trip */
 	bool mr_per_qp;			/* --mr_per_qp: an MR per QP */
+	bool use_hugepages;		/* --use_hugepages: buffer on huge pages */
 	int comp_vector;		/* -X */
 	int tclass;			/* --tclass: GRH traffic class (IP TOS) */
 	uint32_t flow_label;		/* --flow_label: GRH flow label */
@@ -213,6 +214,7 @@ struct perf_side {
 	struct ibv_qp_ex **qpx;		/* perftest's default: the ibv_wr_* API */
 	uint8_t *buf;
 	size_t buf_len;
+	size_t buf_map;			/* --use_hugepages: bytes mapped */
 	size_t slot;
 	int nqps;
 	int gid_index;

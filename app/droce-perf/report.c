@@ -689,6 +689,8 @@ static uint64_t run_msgs(const struct perf_side *c, const struct perf_side *srv)
 static void kv_common(void)
 {
 	printf(" post_enomem=%" PRIu64, perf_post_enomem);
+	if (opt.use_hugepages)
+		printf(" hugepages=1");
 	if (opt.use_event)
 		printf(" events=%" PRIu64, perf_events);
 	if (opt.cpu_util)

@@ -6,8 +6,10 @@
  * RNR retry 7, RNR timer 12, outstanding reads as exchanged).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "droce.h"
 #include "perf.h"
@@ -123,6 +125,57 @@ static uint64_t send_ops_of(enum perf_verb v)
 	return 0;
 }
 
+/* The default huge page size (/proc/meminfo), in bytes; 0 if unknown. */
+static size_t huge_page_size(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	size_t kb = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Hugepagesize: %zu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb * 1024;
+}
+
+/*
+ * The side's buffer: 4 KiB pages (perftest's memalign), or with
+ * --use_hugepages anonymous huge pages of the default size (perftest uses
+ * SysV SHM_HUGETLB segments; the pages are what matters), so that
+ * thousands of QPs' slots need a TLB entry per huge page, not per QP.
+ */
+static uint8_t *buf_alloc(struct perf_side *s)
+{
+	size_t hp;
+	void *p;
+
+	if (!opt.use_hugepages) {
+		p = aligned_alloc(4096, s->buf_len);
+		if (p == NULL)
+			PERF_ERR("Couldn't allocate %zu bytes of buffer\n",
+				 s->buf_len);
+		return p;
+	}
+	hp = huge_page_size();
+	if (hp == 0) {
+		PERF_ERR("Couldn't read the huge page size\n");
+		return NULL;
+	}
+	s->buf_map = (s->buf_len + hp - 1) / hp * hp;
+	p = mmap(NULL, s->buf_map, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (p == MAP_FAILED) {
+		PERF_ERR("Couldn't allocate %zu bytes of huge pages: %s\n",
+			 s->buf_map, strerror(errno));
+		s->buf_map = 0;
+		return NULL;
+	}
+	return p;
+}
+
 int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	      uint64_t max_size, uint64_t cycle_buffer)
 {
@@ -184,11 +237,9 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	s->slot = (s->slot + 63) & ~(size_t)63;
 	s->buf_len = 2 * (size_t)n * s->slot;
 	s->buf_len = (s->buf_len + 4095) & ~(size_t)4095;
-	s->buf = aligned_alloc(4096, s->buf_len);
-	if (s->buf == NULL) {
-		PERF_ERR("Couldn't allocate %zu bytes of buffer\n", s->buf_len);
+	s->buf = buf_alloc(s);
+	if (s->buf == NULL)
 		return -1;
-	}
 	/* Touch every page now, not during the measurement. */
 	for (size_t i = 0; i < s->buf_len; i++)
 		s->buf[i] = (uint8_t)(i * 7 + (client ? 1 : 2));
@@ -492,7 +543,10 @@ void side_close(struct perf_side *s)
 		ibv_dealloc_pd(s->pd);
 	if (s->ctx)
 		ibv_close_device(s->ctx);
-	free(s->buf);
+	if (s->buf_map)
+		munmap(s->buf, s->buf_map);
+	else
+		free(s->buf);
 	free(s->qp);
 	free(s->qp_by_num);
 	free(s->qpx);

@@ -420,6 +420,23 @@ run read_bw-mr_per_qp 0 read_bw --mr_per_qp -X 0 -q 4 -s 3000 -n 200 -m 1024 $AP
 	check_bw read_bw-mr_per_qp 3000 200 4 && rkeys read_bw-mr_per_qp 4
 run send_bw-mr_per_qp 0 send_bw --mr_per_qp -q 3 -s 500 -n 300 $APP &&
 	check_bw send_bw-mr_per_qp 500 300 3
+# --use_hugepages: the buffer on huge pages (MAP_HUGETLB), the data checked
+# in every slot; more than the free pages: refused, exit 1 (skipped where
+# 8 GiB of huge pages are free)
+hp_free_kb=$(awk '/^HugePages_Free:/ {f=$2} /^Hugepagesize:/ {s=$2}
+		  END {print f * s}' /proc/meminfo)
+if [ "${hp_free_kb:-0}" -ge 65536 ]; then
+	run write_bw-hugepages 0 write_bw --use_hugepages -q 4 -s 3000 -n 300 $APP &&
+		check_bw write_bw-hugepages 3000 300 4 &&
+		{ [ "$(kv "$LAST" hugepages)" = 1 ] ||
+		  fail "write_bw-hugepages: no hugepages=1 in the kv line"; }
+fi
+if [ "${hp_free_kb:-0}" -lt 8388608 ]; then
+	WANT_RC=1 run write_bw-hugepages-short 0 write_bw --use_hugepages \
+		-q 4096 -s 1048576 -n 10 $APP &&
+		{ grep -q "Couldn't allocate 8589934592 bytes of huge pages" "$LAST.err" ||
+		  fail "write_bw-hugepages-short: no refusal: $(tail -n 2 "$LAST.err")"; }
+fi
 # droce has one completion vector: -X 1 reaches ibv_create_cq, refused
 WANT_RC=1 run vector-1 0 read_bw -X 1 -n 10 $APP &&
 	{ grep -q "Couldn't create CQ: Invalid argument" "$LAST.err" ||
