@@ -233,12 +233,19 @@ run send_bw-srq-e 0 send_bw --use-srq -e -q 2 -s 4096 -n 500 $APP &&
 
 # --run_infinitely: a row every -D seconds until SIGINT, then the whole
 # run's row and the usual end (--kv, --check), exit 0
-RUNS=$((RUNS + 1))
-INF=$WORK/$RUNS.out
-DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
-	--run_infinitely -D 0.2 --loopback $APP --kv --check >"$INF" 2>"$INF.err" &
-ipid=$!
-PIDS="$PIDS $ipid"
+# start_inf: write_bw --run_infinitely -D 0.2 in the background; sets
+# INF_OUT (its output; stderr in $INF_OUT.err) and ipid
+start_inf() {
+	RUNS=$((RUNS + 1))
+	INF_OUT=$WORK/$RUNS.out
+	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
+		--run_infinitely -D 0.2 --loopback $APP --kv --check \
+		>"$INF_OUT" 2>"$INF_OUT.err" &
+	ipid=$!
+	PIDS="$PIDS $ipid"
+}
+start_inf
+INF=$INF_OUT
 interrupt_after_rows $ipid "$INF" '^ 64 +[0-9]+ +0\.00 ' 3 run_infinitely
 wait $ipid
 rc=$?
@@ -261,12 +268,8 @@ fi
 # the same stopped by two SIGTERMs 50 ms apart (as coreutils' timeout
 # sends one to the program and one to its process group): one request,
 # the same graceful end; a signal a second later would end it outright
-RUNS=$((RUNS + 1))
-INF2=$WORK/$RUNS.out
-DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
-	--run_infinitely -D 0.2 --loopback $APP --kv --check >"$INF2" 2>"$INF2.err" &
-ipid=$!
-PIDS="$PIDS $ipid"
+start_inf
+INF2=$INF_OUT
 for _ in $(seq 150); do
 	[ "$(grep -Ecs '^ 64 +[0-9]+ +0\.00 ' "$INF2")" -ge 2 ] && break
 	kill -0 $ipid 2>/dev/null || break
