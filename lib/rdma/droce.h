@@ -171,6 +171,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_rx_cycles, "engine TSC cycles receiving: rx bursts, parse, responder and completer (cycles=1)") \
 	X(eng_work_cycles, "engine TSC cycles in doorbells and the QPs' turns: requests, responses and ACKs built (cycles=1)") \
 	X(eng_tx_cycles, "engine TSC cycles handing frames to the port: tx bursts (cycles=1)") \
+	X(eng_timer_cycles, "engine TSC cycles in its timers: the timer and pacing wheels, and what fires (cycles=1)") \
 	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every eng_keeper_us, not every 1 ms") \
 	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)") \
 	X(pace_waits, "times a QP's send queue waited for its rate limit (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT)") \

@@ -392,8 +392,6 @@ struct droce_qp {
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *resp_next;	/* engine responder list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */
-	LIST_ENTRY(droce_qp) timer_link;	/* engine timer wheel slot */
-	uint64_t timer_tick;		/* the slot's tick it is filed under */
 	uint64_t pace_cyc_q16;		/* TSC cycles per byte << 16; 0: not paced */
 	/* requester */
 	uint32_t req_next;		/* next WQE to start */

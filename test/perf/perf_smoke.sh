@@ -318,8 +318,8 @@ run write_bw-cycles 0 write_bw -s 64 -n 2000 $APP --cycles &&
 	  fail "write_bw-cycles: no DROCE_CYCLES line for 2000 messages"
 	  awk -v l="$(eng c_eng_loops)" -v i="$(eng c_eng_idle)" \
 	      -v r="$(eng c_eng_rx_per_rx_frame)" -v w="$(eng c_eng_work_per_tx_frame)" \
-	      -v m="$(eng c_eng_per_msg)" \
-	      'BEGIN { exit !(l > 0 && i >= 0 && i < 1 && r > 0 && w > 0 && m > 0) }' ||
+	      -v m="$(eng c_eng_per_msg)" -v t="$(eng c_eng_timers_per_msg)" \
+	      'BEGIN { exit !(l > 0 && i >= 0 && i < 1 && r > 0 && w > 0 && m > 0 && t != "" && t >= 0 && t < m) }' ||
 	  fail "write_bw-cycles: engine stages missing or zero: $(grep '^DROCE_ENGINE' "$LAST")"; }
 
 # the engine on its own lcore, when there are two cores

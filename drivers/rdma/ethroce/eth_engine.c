@@ -8,6 +8,7 @@
  * short sleeps so a 2-core machine stays usable; a post or a control call
  * that finds it asleep wakes it (engine_wake).
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -114,27 +115,56 @@ static inline uint64_t qp_deadline(const struct droce_qp *qp)
 	return d;
 }
 
-static void wheel_unlink(struct droce_qp *qp)
+static_assert(DROCE_MAX_QP <= 1u << ETH_TCELL_QP_BITS &&
+	      DROCE_MAX_DEVS << ETH_TCELL_QP_BITS < ETH_TCELL_HEAD,
+	      "a cell id holds every device's every QP");
+
+static void wheel_link(struct droce_engine *eng, uint32_t id,
+		       struct eth_tcell *c, uint32_t tick)
 {
-	LIST_REMOVE(qp, timer_link);
+	uint32_t slot = tick & (ETH_WHEEL_SLOTS - 1);
+
+	c->next = eng->wheel[slot];
+	c->prev = ETH_TCELL_HEAD | slot;
+	if (c->next != ETH_TCELL_NIL)
+		eth_tcell(eng, c->next)->prev = id;
+	eng->wheel[slot] = id;
+	c->filed = tick;
+	c->due = tick;
+}
+
+static void wheel_unlink(struct droce_engine *eng, struct droce_qp *qp)
+{
+	struct eth_tcell *c = eth_tcell(eng, eth_tcell_id(qp));
+
+	if (c->prev & ETH_TCELL_HEAD)
+		eng->wheel[c->prev & ~ETH_TCELL_HEAD] = c->next;
+	else
+		eth_tcell(eng, c->prev)->next = c->next;
+	if (c->next != ETH_TCELL_NIL)
+		eth_tcell(eng, c->next)->prev = c->prev;
 	qp->flags &= ~DROCE_QPF_ON_TIMER;
 }
 
 void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp)
 {
-	uint64_t d = qp_deadline(qp), tick;
+	uint64_t d = qp_deadline(qp);
+	uint32_t id, tick;
+	struct eth_tcell *c;
 
 	if (d == 0)
 		return;
-	tick = RTE_MAX(d >> eng->tick_shift, eng->wheel_tick + 1);
+	tick = (uint32_t)RTE_MAX(d >> eng->tick_shift, eng->wheel_tick + 1);
+	id = eth_tcell_id(qp);
+	c = eth_tcell(eng, id);
 	if (qp->flags & DROCE_QPF_ON_TIMER) {
-		if (qp->timer_tick <= tick)
-			return;	/* filed earlier: its visit re-files it */
-		wheel_unlink(qp);
+		if ((int32_t)(tick - c->filed) >= 0) {
+			c->due = tick;	/* its slot's sweep moves it there */
+			return;
+		}
+		wheel_unlink(eng, qp);
 	}
-	LIST_INSERT_HEAD(&eng->wheel[tick & (ETH_WHEEL_SLOTS - 1)], qp,
-			 timer_link);
-	qp->timer_tick = tick;
+	wheel_link(eng, id, c, tick);
 	qp->flags |= DROCE_QPF_ON_TIMER;
 }
 
@@ -168,7 +198,7 @@ static void unlink_qp(struct droce_engine *eng, struct droce_qp *qp)
 	list_remove(eng, qp, false);
 	list_remove(eng, qp, true);
 	if (qp->flags & DROCE_QPF_ON_TIMER)
-		wheel_unlink(qp);
+		wheel_unlink(eng, qp);
 	eth_pace_unlink(eng, qp);
 	eth_qp_arp_done(eng, qp);
 }
@@ -348,28 +378,41 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 			eng->prefetch = true;
 	}
 	while (eng->wheel_tick < now_tick) {
-		struct eth_qp_slot *slot;
-		struct droce_qp *qp, *next;
+		uint32_t tick = (uint32_t)++eng->wheel_tick;
+		uint32_t slot = tick & (ETH_WHEEL_SLOTS - 1);
+		uint32_t id = eng->wheel[slot], next;
 
-		eng->wheel_tick++;
-		slot = &eng->wheel[eng->wheel_tick & (ETH_WHEEL_SLOTS - 1)];
-		qp = LIST_FIRST(slot);
-		LIST_INIT(slot);
-		for (; qp; qp = next) {
+		eng->wheel[slot] = ETH_TCELL_NIL;
+		for (; id != ETH_TCELL_NIL; id = next) {
+			struct eth_tcell *c = eth_tcell(eng, id);
+			struct droce_qp *qp;
 			uint64_t d;
 
-			next = LIST_NEXT(qp, timer_link);
+			next = c->next;
+			if ((int32_t)(c->due - tick) > 0) {
+				/* Its deadline moved later: on, unread. */
+				wheel_link(eng, id, c, c->due);
+				continue;
+			}
+			qp = droce_qp_lookup(droce_devs[id >> ETH_TCELL_QP_BITS],
+					     DROCE_QPN_BASE +
+					     (id & ((1u << ETH_TCELL_QP_BITS) - 1)));
+			if (unlikely(qp == NULL))
+				continue;	/* (unlink_qp takes it off first) */
 			qp->flags &= ~DROCE_QPF_ON_TIMER;
 			d = qp_deadline(qp);
 			if (d == 0)
 				continue;		/* disarmed meanwhile */
 			if ((d >> eng->tick_shift) <= now_tick)
 				eth_req_timer(qp, now);
-			/* Re-file whatever is still armed (moved later, or a
-			 * second deadline, e.g. ARP polling and a retransmit). */
+			/* Re-file whatever is still armed (moved later unseen,
+			 * or a second deadline, e.g. ARP polling and a
+			 * retransmit). */
 			eth_qp_timer_arm(eng, qp);
 		}
 	}
+	if (unlikely(eng->stage_cycles))
+		eng->cyc_timers += eth_now() - now;
 }
 
 /*
@@ -507,8 +550,11 @@ int eth_engine_iter(struct droce_engine *eng)
 	if ((now >> eng->tick_shift) != eng->wheel_tick)
 		run_timers(eng, now);
 	/* (a paced QP put back counts as work: the next iteration sends) */
-	if (unlikely(eng->pace_nb) && (now >> eng->pace_shift) != eng->pace_tick)
+	if (unlikely(eng->pace_nb) && (now >> eng->pace_shift) != eng->pace_tick) {
 		n += eth_pace_run(eng, now);
+		if (unlikely(eng->stage_cycles))
+			eng->cyc_timers += eth_now() - now;
+	}
 	n += run_exec(eng);
 	eng->loops++;
 	if (n)
@@ -742,6 +788,7 @@ static struct droce_engine *engine_new(int lcore)
 	while ((2ull << eng->tick_shift) <= eng->tsc_hz / 1000000 * ETH_TICK_US)
 		eng->tick_shift++;
 	eng->wheel_tick = rte_rdtsc() >> eng->tick_shift;
+	memset(eng->wheel, 0xff, sizeof(eng->wheel));	/* ETH_TCELL_NIL */
 	eth_pace_init(eng);
 	eng->stall_min_tsc = eng->tsc_hz / 1000000 *
 			     (lcore < 0 ? ETH_STALL_APP_US : ETH_STALL_US);
@@ -800,6 +847,16 @@ int eth_engine_attach(struct droce_dev *dev)
 			goto out;
 		}
 	}
+	/* The device's timer cells, before any QP of it can be armed. */
+	if (eng->tcells[dev->index] == NULL) {
+		eng->tcells[dev->index] = rte_zmalloc("droce_tcells",
+			sizeof(struct eth_tcell) * DROCE_MAX_QP,
+			RTE_CACHE_LINE_SIZE);
+		if (eng->tcells[dev->index] == NULL) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
 	if (dev->args.cycles)
 		eng->stage_cycles = true;
 	/* Any device's idle_us applies to the whole engine: the smallest wins. */
@@ -849,6 +906,29 @@ static void detach_apply(void *arg)
 		if (eng->devs[i] != j->dev)
 			eng->devs[k++] = eng->devs[i];
 	eng->nb_devs = k;
+	/* QPs left behind (never destroyed) leave the wheel with it. */
+	for (uint32_t slot = 0; slot < ETH_WHEEL_SLOTS; slot++) {
+		uint32_t *pp = &eng->wheel[slot], prev = ETH_TCELL_HEAD | slot;
+
+		while (*pp != ETH_TCELL_NIL) {
+			struct eth_tcell *c = eth_tcell(eng, *pp);
+
+			if (*pp >> ETH_TCELL_QP_BITS == j->dev->index) {
+				struct droce_qp *qp = droce_qp_lookup(j->dev,
+					DROCE_QPN_BASE +
+					(*pp & ((1u << ETH_TCELL_QP_BITS) - 1)));
+
+				if (qp)
+					qp->flags &= ~DROCE_QPF_ON_TIMER;
+				*pp = c->next;
+				if (c->next != ETH_TCELL_NIL)
+					eth_tcell(eng, c->next)->prev = prev;
+			} else {
+				prev = *pp;
+				pp = &c->next;
+			}
+		}
+	}
 }
 
 void eth_engine_detach(struct droce_dev *dev)
@@ -860,6 +940,8 @@ void eth_engine_detach(struct droce_dev *dev)
 		return;
 	pthread_mutex_lock(&eng_lock);
 	eth_exec(dev, detach_apply, &j);
+	rte_free(eng->tcells[dev->index]);
+	eng->tcells[dev->index] = NULL;
 	if (eng->nb_devs == 0) {
 		if (eng->launched) {
 			__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
@@ -950,6 +1032,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;
+	st->eng_timer_cycles = eng->cyc_timers;
 }
 
 static const struct droce_drv_ops eth_ops = {

@@ -52,9 +52,32 @@
 #define ETH_STALL_US		500
 #define ETH_STALL_APP_US	(4 * ETH_KEEPER_US)
 
-/* A slot of the engine's wheels: QPs linked through timer_link or
- * pace_link (<sys/queue.h>: O(1) insert and removal). */
+/* A slot of the pacing wheel: QPs linked through pace_link
+ * (<sys/queue.h>: O(1) insert and removal). */
 LIST_HEAD(eth_qp_slot, droce_qp);
+
+/*
+ * A QP's place on the timer wheel, kept apart from the QP: one cell per
+ * possible QP of a device (index qpn - DROCE_QPN_BASE), 16 bytes, in an
+ * array the engine owns. With thousands of QPs their lines are cold, and
+ * a sweep that read each filed QP (to see whether its deadline had moved)
+ * and linked it into its next slot (writing a neighbour's link) paid two
+ * misses a QP a lap: at 16384 QP pairs ~30 cycles a message. A sweep now
+ * reads and writes cells only and reads a QP when its deadline has come.
+ * Ticks are the wheel's low 32 bits, compared by their difference: fine
+ * for deadlines up to 2^31 ticks (~29 hours) ahead; the longest is an ACK
+ * timeout of 4.096 us << 31, backed off 4x (~10 hours).
+ */
+struct eth_tcell {
+	uint32_t next;		/* cell id, or ETH_TCELL_NIL */
+	uint32_t prev;		/* cell id, or ETH_TCELL_HEAD | slot */
+	uint32_t filed;		/* the tick of the slot it is linked in */
+	uint32_t due;		/* its deadline's tick, as last armed: the
+				 * sweep at `filed` moves it here unread */
+};
+#define ETH_TCELL_QP_BITS	14	/* cell id: dev->index << 14 | qp index */
+#define ETH_TCELL_NIL		UINT32_MAX
+#define ETH_TCELL_HEAD		(1u << 31)
 
 struct droce_engine {
 	int lcore;			/* -1: app engine */
@@ -69,11 +92,13 @@ struct droce_engine {
 	struct droce_qp *resp_tail;
 	/*
 	 * Timers: a hashed wheel of ETH_WHEEL_SLOTS ticks of 2^tick_shift TSC
-	 * cycles (~50 us). A QP is filed under the tick of its deadline; a
-	 * visit re-files it if its deadline moved later, so arming is O(1)
-	 * and an idle engine pays one shift and compare per poll.
+	 * cycles (~50 us) of struct eth_tcell lists. A QP is filed under the
+	 * tick of its deadline; a deadline moved later only updates the
+	 * cell's `due`, and the sweep of its slot moves it on, so arming is
+	 * O(1) and an idle engine pays one shift and compare per poll.
 	 */
-	struct eth_qp_slot wheel[ETH_WHEEL_SLOTS];
+	uint32_t wheel[ETH_WHEEL_SLOTS];	/* first cell id, or NIL */
+	struct eth_tcell *tcells[DROCE_MAX_DEVS];	/* by dev->index */
 	uint64_t wheel_tick;		/* last tick processed */
 	unsigned int tick_shift;
 	struct droce_qp *arp_wait;	/* QPs waiting for a neighbour */
@@ -131,8 +156,22 @@ struct droce_engine {
 	uint64_t busy_loops;
 	bool stage_cycles;		/* some device asked for cycles=1 */
 	uint64_t cyc_rx, cyc_work, cyc_tx;	/* TSC per stage, when timed */
+	uint64_t cyc_timers;			/* run_timers and the pacing wheel */
 	struct rte_mbuf *rx[ETH_RX_BURST];
 };
+
+static inline uint32_t eth_tcell_id(const struct droce_qp *qp)
+{
+	return qp->dev->index << ETH_TCELL_QP_BITS |
+	       (qp->ex.qp_base.qp_num - DROCE_QPN_BASE);
+}
+
+static inline struct eth_tcell *eth_tcell(struct droce_engine *eng,
+					  uint32_t id)
+{
+	return &eng->tcells[id >> ETH_TCELL_QP_BITS]
+			   [id & ((1u << ETH_TCELL_QP_BITS) - 1)];
+}
 
 /* eth_engine.c */
 void eth_qp_activate(struct droce_engine *eng, struct droce_qp *qp);

@@ -389,10 +389,14 @@ void eth_rx_prefetch_slots(const struct droce_dev *dev,
 	if (bth == NULL || !(roce_opcode_info(bth[0])->flags & ROCE_OPF_AETH))
 		return;
 	qp = rx_hint_qp(dev, bth);
-	if (qp)
+	if (qp) {
 		eth_qp_prefetch_slots(qp, qp->req_acked,
 				      RTE_MIN(qp->req_hwm - qp->req_acked,
 					      (uint32_t)ETH_QP_BUDGET));
+		/* An ACK that moves the oldest PSN re-arms the timer, which
+		 * writes the QP's timer cell. */
+		rte_prefetch0(eth_tcell(qp->eng, eth_tcell_id(qp)));
+	}
 }
 
 /*
