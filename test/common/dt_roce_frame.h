@@ -156,4 +156,19 @@ static inline void dt_pair_inject_to_a(struct rte_mbuf *m)
 	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
 }
 
+/* An ACK or NAK (syndrome, MSN) from B's side to A's QP qpn, built from
+ * pool and put on the wire towards A. */
+static inline void dt_pair_aeth_to_a(const struct dt_env *env,
+				     struct rte_mempool *pool, uint32_t qpn,
+				     uint32_t psn, uint8_t syndrome,
+				     uint32_t msn)
+{
+	struct roce_pkt p;
+
+	dt_pair_pkt_b_to_a(env, &p, ROCE_OP_ACK, qpn, psn);
+	p.aeth_syndrome = syndrome;
+	p.aeth_msn = msn;
+	dt_pair_inject_to_a(dt_roce_frame(pool, &p, NULL, 0));
+}
+
 #endif

@@ -28,18 +28,6 @@
 
 static struct rte_mempool *pool;
 
-/* An ACK or NAK from B's side to A's QP. */
-static void inject_aeth(struct dt_env *env, uint32_t qpn, uint32_t psn,
-			uint8_t syndrome, uint32_t msn)
-{
-	struct roce_pkt p;
-
-	dt_pair_pkt_b_to_a(env, &p, ROCE_OP_ACK, qpn, psn);
-	p.aeth_syndrome = syndrome;
-	p.aeth_msn = msn;
-	dt_pair_inject_to_a(dt_roce_frame(pool, &p, NULL, 0));
-}
-
 static uint64_t tx_of(struct dt_dev *d)
 {
 	struct droce_dev_stats st;
@@ -84,14 +72,14 @@ int main(void)
 	CHECK_EQ(dt_cq_poll(&sa, wc, 2), 0);
 
 	/* RNR NAK for the first, timer code 0: 655.36 ms (IBTA table 45). */
-	inject_aeth(&env, qa->qp_num, sq_psn, ROCE_AETH_RNR_NAK | 0, 0);
+	dt_pair_aeth_to_a(&env, pool, qa->qp_num, sq_psn, ROCE_AETH_RNR_NAK | 0, 0);
 	usleep(20000);
 	CHECK_EQ(dt_cq_poll(&sa, wc, 2), 0);
 	tx0 = tx_of(A);
 
 	/* The first acknowledged after all: its CQE, and the second resent
 	 * at once. */
-	inject_aeth(&env, qa->qp_num, sq_psn,
+	dt_pair_aeth_to_a(&env, pool, qa->qp_num, sq_psn,
 		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND 1 acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 1u);
@@ -108,7 +96,7 @@ int main(void)
 	printf("RNR NAK, then ACK of its PSN: SEND 1 complete, SEND 2 resent after %.1f ms\n",
 	       (dt_now() - t) * 1e3);
 
-	inject_aeth(&env, qa->qp_num, sq_psn + 1,
+	dt_pair_aeth_to_a(&env, pool, qa->qp_num, sq_psn + 1,
 		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 2);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND 2 acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 2u);

@@ -33,17 +33,6 @@
 
 static struct rte_mempool *pool;
 
-static void inject_aeth(struct dt_env *env, uint32_t qpn, uint32_t psn,
-			uint8_t syndrome, uint32_t msn)
-{
-	struct roce_pkt p;
-
-	dt_pair_pkt_b_to_a(env, &p, ROCE_OP_ACK, qpn, psn);
-	p.aeth_syndrome = syndrome;
-	p.aeth_msn = msn;
-	dt_pair_inject_to_a(dt_roce_frame(pool, &p, NULL, 0));
-}
-
 static struct droce_dev_stats stats_of(struct dt_dev *d)
 {
 	struct droce_dev_stats st;
@@ -91,14 +80,14 @@ static double earlier_once(struct dt_env *env, struct ibv_mr *mr,
 	CHECK_EQ(dt_cq_poll(&sa, wc, 2), 0);
 	tx0 = stats_of(A).tx_pkts;
 	/* RNR NAK, timer code 3: 0.03 ms (IBTA table 45). */
-	inject_aeth(env, qa->qp_num, sq_psn, ROCE_AETH_RNR_NAK | 3, 0);
+	dt_pair_aeth_to_a(env, pool, qa->qp_num, sq_psn, ROCE_AETH_RNR_NAK | 3, 0);
 	t = dt_now();
 	while (dt_now() - t < 1.0 && (tx1 = stats_of(A).tx_pkts) == tx0)
 		(void)dt_cq_poll(&sa, wc, 2);
 	if (tx1 != tx0)
 		late = dt_now() - t;
 	CHECK_EQ(tx1, tx0 + 1);
-	inject_aeth(env, qa->qp_num, sq_psn,
+	dt_pair_aeth_to_a(env, pool, qa->qp_num, sq_psn,
 		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 7u);
