@@ -389,6 +389,8 @@ struct droce_qp {
 
 	/* ---- engine-owned, per packet ---- */
 	uint32_t flags __rte_cache_aligned;
+	uint32_t tbl_idx;		/* qpn - DROCE_QPN_BASE: its dev->qp_tbl
+					 * slot (and the engine's timer cell) */
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *resp_next;	/* engine responder list */
 	struct droce_qp *ack_next;	/* engine pending-ACK list */

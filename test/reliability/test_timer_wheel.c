@@ -43,8 +43,8 @@ static struct droce_dev_stats stats_of(struct dt_dev *d)
 
 /*
  * Part 1: an RNR NAK's short wait under a longer ACK timeout, 0.03 ms
- * against ~17 ms. The wheel is hashed: 1024 ticks of a power of two of
- * TSC cycles, at most 50 us (at 2.6 GHz 25 us, a lap ~26 ms), so the
+ * against ~17 ms. The wheel is hashed: 4096 ticks of a power of two of
+ * TSC cycles, at most 50 us (at 2.6 GHz 25 us, a lap ~105 ms), so the
  * timeout is within one lap: a QP left in the timeout's slot would be
  * resent ~17 ms after its SEND, ~15 ms after the NAK. One try late may be
  * this noisy host (the engine not running); three late in a row is the

@@ -317,8 +317,11 @@ static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 
 			if (after)
 				eth_qp_prefetch(after);
-			if (!resp)
+			if (!resp) {
 				eth_qp_prefetch_wqes(next);
+				/* (what it sends arms its timer) */
+				rte_prefetch0(eth_tcell(eng, eth_tcell_id(next)));
+			}
 		}
 
 		if (unlikely(eth_tx_busy(qp->dev))) {

@@ -32,7 +32,7 @@
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
 #define ETH_LOOPQ_CAP		1024
 #define ETH_REQ_WINDOW		1024	/* unacknowledged PSNs per QP */
-#define ETH_WHEEL_SLOTS		1024	/* power of two */
+#define ETH_WHEEL_SLOTS		4096	/* power of two */
 #define ETH_TICK_US		50
 #define ETH_ARP_POLL_US		1000
 #define ETH_PACE_SLOTS		256	/* pacing wheel, ~1 us ticks: power of two */
@@ -162,8 +162,7 @@ struct droce_engine {
 
 static inline uint32_t eth_tcell_id(const struct droce_qp *qp)
 {
-	return qp->dev->index << ETH_TCELL_QP_BITS |
-	       (qp->ex.qp_base.qp_num - DROCE_QPN_BASE);
+	return qp->dev->index << ETH_TCELL_QP_BITS | qp->tbl_idx;
 }
 
 static inline struct eth_tcell *eth_tcell(struct droce_engine *eng,
