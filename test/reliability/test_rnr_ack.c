@@ -80,7 +80,7 @@ int main(void)
 	/* The first acknowledged after all: its CQE, and the second resent
 	 * at once. */
 	dt_pair_aeth_to_a(&env, pool, qa->qp_num, sq_psn,
-		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
+			  ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND 1 acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 1u);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
@@ -97,7 +97,7 @@ int main(void)
 	       (dt_now() - t) * 1e3);
 
 	dt_pair_aeth_to_a(&env, pool, qa->qp_num, sq_psn + 1,
-		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 2);
+			  ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 2);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND 2 acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 2u);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);

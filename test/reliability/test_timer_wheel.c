@@ -88,7 +88,7 @@ static double earlier_once(struct dt_env *env, struct ibv_mr *mr,
 		late = dt_now() - t;
 	CHECK_EQ(tx1, tx0 + 1);
 	dt_pair_aeth_to_a(env, pool, qa->qp_num, sq_psn,
-		    ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
+			  ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "SEND acknowledged"), 1);
 	CHECK_EQ(wc[0].wr_id, 7u);
 	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
