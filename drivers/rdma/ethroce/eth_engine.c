@@ -397,9 +397,7 @@ static void run_timers(struct droce_engine *eng, uint64_t now)
 				wheel_link(eng, id, c, c->due);
 				continue;
 			}
-			qp = droce_qp_lookup(droce_devs[id >> ETH_TCELL_QP_BITS],
-					     DROCE_QPN_BASE +
-					     (id & ((1u << ETH_TCELL_QP_BITS) - 1)));
+			qp = eth_tcell_qp(id);
 			if (unlikely(qp == NULL))
 				continue;	/* (unlink_qp takes it off first) */
 			qp->flags &= ~DROCE_QPF_ON_TIMER;
@@ -554,9 +552,11 @@ int eth_engine_iter(struct droce_engine *eng)
 		run_timers(eng, now);
 	/* (a paced QP put back counts as work: the next iteration sends) */
 	if (unlikely(eng->pace_nb) && (now >> eng->pace_shift) != eng->pace_tick) {
+		uint64_t t = stage_tsc(eng);	/* (after run_timers' own) */
+
 		n += eth_pace_run(eng, now);
 		if (unlikely(eng->stage_cycles))
-			eng->cyc_timers += eth_now() - now;
+			eng->cyc_timers += eth_now() - t;
 	}
 	n += run_exec(eng);
 	eng->loops++;
@@ -909,29 +909,6 @@ static void detach_apply(void *arg)
 		if (eng->devs[i] != j->dev)
 			eng->devs[k++] = eng->devs[i];
 	eng->nb_devs = k;
-	/* QPs left behind (never destroyed) leave the wheel with it. */
-	for (uint32_t slot = 0; slot < ETH_WHEEL_SLOTS; slot++) {
-		uint32_t *pp = &eng->wheel[slot], prev = ETH_TCELL_HEAD | slot;
-
-		while (*pp != ETH_TCELL_NIL) {
-			struct eth_tcell *c = eth_tcell(eng, *pp);
-
-			if (*pp >> ETH_TCELL_QP_BITS == j->dev->index) {
-				struct droce_qp *qp = droce_qp_lookup(j->dev,
-					DROCE_QPN_BASE +
-					(*pp & ((1u << ETH_TCELL_QP_BITS) - 1)));
-
-				if (qp)
-					qp->flags &= ~DROCE_QPF_ON_TIMER;
-				*pp = c->next;
-				if (c->next != ETH_TCELL_NIL)
-					eth_tcell(eng, c->next)->prev = prev;
-			} else {
-				prev = *pp;
-				pp = &c->next;
-			}
-		}
-	}
 }
 
 void eth_engine_detach(struct droce_dev *dev)
@@ -943,6 +920,8 @@ void eth_engine_detach(struct droce_dev *dev)
 		return;
 	pthread_mutex_lock(&eng_lock);
 	eth_exec(dev, detach_apply, &j);
+	/* None of its cells is on the wheel: a device goes only once its
+	 * QPs are destroyed (droce_cleanup), each taken off by unlink_qp. */
 	rte_free(eng->tcells[dev->index]);
 	eng->tcells[dev->index] = NULL;
 	if (eng->nb_devs == 0) {

@@ -76,6 +76,7 @@ struct eth_tcell {
 				 * sweep at `filed` moves it here unread */
 };
 #define ETH_TCELL_QP_BITS	14	/* cell id: dev->index << 14 | qp index */
+#define ETH_TCELL_QP_MASK	((1u << ETH_TCELL_QP_BITS) - 1)
 #define ETH_TCELL_NIL		UINT32_MAX
 #define ETH_TCELL_HEAD		(1u << 31)
 
@@ -168,8 +169,14 @@ static inline uint32_t eth_tcell_id(const struct droce_qp *qp)
 static inline struct eth_tcell *eth_tcell(struct droce_engine *eng,
 					  uint32_t id)
 {
-	return &eng->tcells[id >> ETH_TCELL_QP_BITS]
-			   [id & ((1u << ETH_TCELL_QP_BITS) - 1)];
+	return &eng->tcells[id >> ETH_TCELL_QP_BITS][id & ETH_TCELL_QP_MASK];
+}
+
+/* The QP a cell stands for (NULL once it is gone from its device). */
+static inline struct droce_qp *eth_tcell_qp(uint32_t id)
+{
+	return droce_qp_lookup(droce_devs[id >> ETH_TCELL_QP_BITS],
+			       DROCE_QPN_BASE + (id & ETH_TCELL_QP_MASK));
 }
 
 /* eth_engine.c */
