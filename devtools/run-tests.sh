@@ -32,6 +32,8 @@
 #                             DROCE_SANITIZE_BUDGET: seconds (default 1800);
 #                             DROCE_SANITIZE_TIMEOUT_MULTIPLIER (default 3).
 #   DROCE_BUILD_DIR and the hugepage knobs of devtools/setup.sh.
+# Each meson test run is given DROCE_TEST_TIME_SCALE, its timeout
+# multiplier, for the scripts' own budgets (time_budget, test_lib.sh).
 #
 # Before and after the run, stale droce leftovers no process is using are
 # removed: files named droce* in hugetlbfs mounts, DPDK runtime directories
@@ -175,7 +177,10 @@ EOF
 run_meson_tests() {
 	local b=$DROCE_BUILD_DIR log rc counts p f s name
 	log=$b/meson-logs/testlog.json
-	local cmd=(meson test -C "$b" --num-processes 1 --print-errorlogs
+	# (the scripts' own budgets grow with meson's timeouts: time_budget
+	# in test/common/test_lib.sh)
+	local cmd=(env DROCE_TEST_TIME_SCALE="${DROCE_TIMEOUT_MULTIPLIER:-1}"
+		meson test -C "$b" --num-processes 1 --print-errorlogs
 		--timeout-multiplier "${DROCE_TIMEOUT_MULTIPLIER:-1}" "$@")
 	if [[ -n ${DROCE_TEST_BUDGET:-} ]]; then
 		cmd=(timeout --signal=TERM --kill-after=60 "$DROCE_TEST_BUDGET" "${cmd[@]}")
@@ -264,6 +269,7 @@ sanitize_pass() {
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:print_summary=1 \
 	LSAN_OPTIONS=suppressions=$DROCE_ROOT/test/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:suppressions=$DROCE_ROOT/test/fuzz/known-ub.supp \
+	DROCE_TEST_TIME_SCALE="${DROCE_SANITIZE_TIMEOUT_MULTIPLIER:-3}" \
 	timeout --signal=TERM --kill-after=60 "$budget" \
 		meson test -C "$b" --num-processes 1 --print-errorlogs \
 		--timeout-multiplier "${DROCE_SANITIZE_TIMEOUT_MULTIPLIER:-3}" \

@@ -14,6 +14,12 @@
 #                          DROCE_TEST_EAL_MEM overrides
 # memif frames for a path MTU (see below):
 #   memif_frames <path mtu>  sets MEMIF_FRAME_ARGS and PORT_FRAME_ARGS
+# A script's own time budget:
+#   time_budget <seconds>  the budget for this run: seconds times
+#                          DROCE_TEST_TIME_SCALE (devtools/run-tests.sh
+#                          exports meson's timeout multiplier there, 3 in
+#                          the sanitizer pass), so a budget kept below
+#                          meson's timeout stays below it when that grows
 
 port_in_use() {
 	local hex
@@ -37,6 +43,11 @@ free_port() {
 		port_in_use "$p" || { echo "$p"; return 0; }
 	done
 	return 1
+}
+
+time_budget() {
+	awk -v s="$1" -v m="${DROCE_TEST_TIME_SCALE:-1}" \
+		'BEGIN { if (m + 0 < 1) m = 1; printf "%d\n", s * m }'
 }
 
 eal_mem_hugepages() {

@@ -13,7 +13,8 @@
 #   BIN     the program under test
 #   PROBE   test/examples/memif_probe
 #   MODE    the mode it runs
-#   BUDGET  seconds for the whole invocation
+#   BUDGET  seconds for the whole invocation (times DROCE_TEST_TIME_SCALE:
+#           time_budget, test/common/test_lib.sh)
 # and then uses:
 #   probe_memif, need_frame <path mtu> [<extended transport header bytes,
 #       default 8 (UD's DETH); 0 for RC>]: memif buffers and droce's
@@ -104,9 +105,10 @@ if [ ! -x "$BIN" ]; then
 	exit 1
 fi
 
-# port_in_use, port_listening, free_port, eal_mem_hugepages
+# port_in_use, port_listening, free_port, eal_mem_hugepages, time_budget
 # shellcheck source=test/common/test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../common/test_lib.sh"
+BUDGET=$(time_budget "$BUDGET")
 
 EAL_MEM=$(eal_mem_hugepages 512)
 LOG="--log-level=*:warning"

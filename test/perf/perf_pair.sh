@@ -16,7 +16,7 @@ NAME=perf-pair
 PREFIX=dpp$$
 # shellcheck source=test/perf/perf_lib.sh
 . "$(dirname "$0")/perf_lib.sh"
-BUDGET=75
+BUDGET=$(time_budget 75)
 need_two_cores "two processes, one busy thread each, need two cores"
 # memif's regions are memfd-backed: no hugepages needed
 EAL_MEM="--no-huge -m 256"
