@@ -177,7 +177,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(pace_waits, "times a QP's send queue waited for its rate limit (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT)") \
 	X(eng_paced, "now (not a count): QPs of the engine waiting for their rate limit's next send time") \
 	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)") \
-	X(eng_prefetch, "now (not a count): 1 while the engine prefetches QPs ahead (a device of it has 256 QPs or more)")
+	X(eng_prefetch, "now (not a count): 1 while the engine prefetches QPs ahead (a device of it has 256 QPs or more)") \
+	X(eng_deep_turns, "engine turns whose active list was prefetched a QP further ahead, with the next QP's source bytes (prefetching, and the turn before averaged 4 packets a visit or more)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -53,6 +53,11 @@ if [ $FAILS -eq 0 ]; then
 	# thousands of QPs: the engine prefetches them ahead (256 or more)
 	[ "$(kv c_eng_prefetch)" = "1" ] ||
 		fail "c_eng_prefetch=$(kv c_eng_prefetch), expected 1 with $QPS QPs"
+	# four WRITEs a visit: the active list is prefetched a QP further
+	# ahead, with the next QP's source line (eng_deep_turns; ~800-1100
+	# turns here, ASan or not)
+	[ "$(kv c_eng_deep_turns)" -gt 0 ] 2>/dev/null ||
+		fail "c_eng_deep_turns=$(kv c_eng_deep_turns), expected > 0 at -t 4"
 fi
 echo "$QPS QP pairs, engine=$ENGINE: ${wall}s; msg_rate=$(kv msg_rate)" \
 	"timeouts=$(kv c_timeouts) retransmits=$(kv c_retransmits)"

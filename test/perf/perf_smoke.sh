@@ -116,6 +116,8 @@ run write_bw 0 write_bw -s 64 -n 2000 $APP && check_bw write_bw 64 2000 1 &&
 # one QP a side: the engine prefetches nothing (from 256 QPs: perf-scale)
 [ "$(kv "$LAST" c_eng_prefetch)" = 0 ] ||
 	fail "write_bw: c_eng_prefetch=$(kv "$LAST" c_eng_prefetch) with one QP a side"
+[ "$(kv "$LAST" c_eng_deep_turns)" = 0 ] ||
+	fail "write_bw: c_eng_deep_turns=$(kv "$LAST" c_eng_deep_turns) with one QP a side"
 run read_bw 0 read_bw -s 4096 -n 1000 -m 1024 $APP && check_bw read_bw 4096 1000 1 &&
 	{ [ "$(kv "$LAST" c_icrc_late)" = 3000 ] ||
 	  fail "read_bw: c_icrc_late=$(kv "$LAST" c_icrc_late), expected 3000 (MIDDLE, MIDDLE, LAST of each READ's responses checked at placement)"; }

@@ -298,29 +298,51 @@ static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 	struct droce_qp **tailp = list_tail(eng, resp);
 	uint32_t flag = list_flag(resp);
 	struct droce_qp *qp, *tail = *tailp;
-	uint32_t skips = 0;
+	const bool deep = !resp && eng->prefetch_deep;
+	uint32_t skips = 0, visited = 0;
 	int n = 0;
 
-	/* (each visit asks for the QP two ahead: the second one now) */
-	if (eng->prefetch && *head && *qp_next(*head, resp))
-		eth_qp_prefetch(*qp_next(*head, resp));
+	/* (each visit asks for lines two QPs ahead, three when deep: the
+	 * next ones now) */
+	if (eng->prefetch && *head && *qp_next(*head, resp)) {
+		struct droce_qp *second = *qp_next(*head, resp);
+
+		eth_qp_prefetch(second);
+		if (deep && *qp_next(second, resp))
+			eth_qp_prefetch(*qp_next(second, resp));
+	}
 	while (*visits && (qp = *head) != NULL) {
 		uint32_t budget = ETH_QP_BUDGET;
 		bool last = qp == tail;
 		struct droce_qp *next = *qp_next(qp, resp);
 
-		/* With thousands of QPs the next ones are cold: the one after
-		 * next is asked for, and the next one's first WQEs (its lines
-		 * were asked for a visit ago). */
+		/*
+		 * With thousands of QPs the next ones are cold, so each visit
+		 * asks for what later ones read, a step at a time (each step's
+		 * addresses come from lines asked for a visit before): the
+		 * lines of the QP after next, and on the active list the next
+		 * one's first WQEs (and timer cell). When visits are long
+		 * (deep), one step further: the lines of the QP three on, the
+		 * WQEs of the one two on, and the source line of the next
+		 * one's first WQE, which its first packet's copy would
+		 * otherwise wait for.
+		 */
 		if (eng->prefetch && next) {
 			struct droce_qp *after = *qp_next(next, resp);
+			struct droce_qp *wq = next;
 
-			if (after)
+			if (deep) {
+				eth_qp_prefetch_src(next);
+				wq = after;
+				if (after && *qp_next(after, resp))
+					eth_qp_prefetch(*qp_next(after, resp));
+			} else if (after) {
 				eth_qp_prefetch(after);
-			if (!resp) {
-				eth_qp_prefetch_wqes(next);
+			}
+			if (!resp && wq) {
+				eth_qp_prefetch_wqes(wq);
 				/* (what it sends arms its timer) */
-				rte_prefetch0(eth_tcell(eng, eth_tcell_id(next)));
+				rte_prefetch0(eth_tcell(eng, eth_tcell_id(wq)));
 			}
 		}
 
@@ -345,8 +367,13 @@ static int run_list(struct droce_engine *eng, bool resp, uint32_t *visits)
 			eth_qp_activate(eng, qp);
 		n += (int)(ETH_QP_BUDGET - budget);
 		(*visits)--;
+		visited++;
 		if (last)
 			break;
+	}
+	if (!resp && visited) {
+		eng->deep_turns += deep && eng->prefetch;
+		eng->prefetch_deep = (uint32_t)n >= ETH_DEEP_VISIT_PKTS * visited;
 	}
 	return n;
 }
@@ -1011,6 +1038,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_wakes = __atomic_load_n(&eng->wakes, __ATOMIC_RELAXED);
 	st->eng_paced = __atomic_load_n(&eng->pace_nb, __ATOMIC_RELAXED);
 	st->eng_prefetch = eng->prefetch;
+	st->eng_deep_turns = eng->deep_turns;
 	st->eng_rx_cycles = eng->cyc_rx;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;
