@@ -338,6 +338,15 @@ static inline void eth_qp_prefetch(const struct droce_qp *qp)
 	rte_prefetch0(&qp->st);			/* counters */
 }
 
+/* The QP's number, from its engine line: the verbs object's first line
+ * (ex.qp_base.qp_num) is otherwise never read per message, and with
+ * thousands of QPs it was a cold line per visit, unprefetched (the
+ * responder's key check, each CQE). */
+static inline uint32_t eth_qp_num(const struct droce_qp *qp)
+{
+	return qp->tbl_idx + DROCE_QPN_BASE;
+}
+
 /* The state slots of n WQEs from idx (a line per ~2 slots). */
 static inline void eth_qp_prefetch_slots(const struct droce_qp *qp,
 					 uint32_t idx, uint32_t n)

@@ -329,7 +329,7 @@ void eth_complete_send(struct droce_qp *qp, uint32_t idx, uint8_t status)
 		return;
 	}
 	droce_cqe_fill(d, wr_id, status, opcode, byte_len, 0,
-		       qp->ex.qp_base.qp_num, 0, 0, 0, eth_now());
+		       eth_qp_num(qp), 0, 0, 0, eth_now());
 	droce_cq_commit(qp->scq, d);
 }
 
@@ -540,7 +540,7 @@ static bool send_ud(struct droce_qp *qp, const struct wqe_view *v)
 	p.imm = v->imm;
 	/* IBTA 10.2.5: a Q_Key with the high bit set means the QP's own. */
 	p.deth_qkey = (v->qkey & 0x80000000u) ? qp->qkey : v->qkey;
-	p.deth_src_qp = qp->ex.qp_base.qp_num;
+	p.deth_src_qp = eth_qp_num(qp);
 	m = eth_build(qp, &p, v->length, &pl);
 	if (unlikely(m == NULL))
 		return false;
@@ -843,7 +843,7 @@ static uint8_t do_bind(struct droce_qp *qp, const struct droce_bind_seg *b)
 	mw->iova = b->addr;
 	mw->len = b->length;
 	mw->access = acc;
-	mw->mw_qpn = qp->ex.qp_base.qp_num;
+	mw->mw_qpn = eth_qp_num(qp);
 	mw->key = b->new_rkey;
 	/* Whatever the responder kept through the old binding is void. */
 	mw->epoch = droce_key_epoch_next(dev);
@@ -1108,7 +1108,7 @@ static bool flush_recv(struct droce_qp *qp, uint64_t wr_id)
 	if (d == NULL)
 		return false;
 	droce_cqe_fill(d, wr_id, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, 0,
-		       qp->ex.qp_base.qp_num, 0, 0, 0, eth_now());
+		       eth_qp_num(qp), 0, 0, 0, eth_now());
 	droce_cq_commit(qp->rcq, d);
 	return true;
 }

@@ -27,7 +27,7 @@ static inline uint8_t *rkey_ptr(const struct droce_qp *qp, uint32_t key,
 				uint64_t va, uint64_t len, uint32_t need,
 				uint64_t *epoch)
 {
-	return droce_rkey_translate(qp->dev, qp->pd, qp->ex.qp_base.qp_num,
+	return droce_rkey_translate(qp->dev, qp->pd, eth_qp_num(qp),
 				    key, va, len, need, epoch);
 }
 
@@ -102,7 +102,7 @@ static void recv_complete_from(struct droce_qp *qp, uint8_t opcode,
 	droce_cqe_fill(d, qp->resp_wr_id, status, opcode, len,
 		       (wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV)) ?
 		       imm : 0,	/* ImmDt, or the invalidated rkey */
-		       qp->ex.qp_base.qp_num, src_qp, wc_flags, solicited,
+		       eth_qp_num(qp), src_qp, wc_flags, solicited,
 		       eth_now());
 	droce_cq_commit(qp->rcq, d);
 }
@@ -258,7 +258,7 @@ static bool do_send(struct droce_qp *qp, const struct roce_pkt *p,
 		struct droce_mr *mw = droce_mr_lookup(qp->dev, p->ieth_rkey);
 
 		if (mw == NULL || mw->kind != DROCE_KEY_MW || mw->mw_type != 2 ||
-		    mw->pd != qp->pd || mw->mw_qpn != qp->ex.qp_base.qp_num) {
+		    mw->pd != qp->pd || mw->mw_qpn != eth_qp_num(qp)) {
 			resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ,
 				  IBV_WC_REM_INV_REQ_ERR);
 			return false;

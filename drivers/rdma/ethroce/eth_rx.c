@@ -390,9 +390,15 @@ void eth_rx_prefetch_slots(const struct droce_dev *dev,
 		return;
 	qp = rx_hint_qp(dev, bth);
 	if (qp) {
-		eth_qp_prefetch_slots(qp, qp->req_acked,
-				      RTE_MIN(qp->req_hwm - qp->req_acked,
-					      (uint32_t)ETH_QP_BUDGET));
+		uint32_t n = RTE_MIN(qp->req_hwm - qp->req_acked,
+				     (uint32_t)ETH_QP_BUDGET);
+
+		eth_qp_prefetch_slots(qp, qp->req_acked, n);
+		/* ... and their wr_ids, which a signaled one's CQE carries
+		 * (an array of its own: 8 a line) */
+		for (uint32_t k = 0; k < n; k += 8)
+			rte_prefetch0(&qp->sq_wrid[(qp->req_acked + k) &
+						   (qp->sq_cnt - 1)]);
 		/* An ACK that moves the oldest PSN re-arms the timer, which
 		 * writes the QP's timer cell. */
 		rte_prefetch0(eth_tcell(qp->eng, eth_tcell_id(qp)));
