@@ -174,6 +174,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_timer_cycles, "engine TSC cycles in its timers: the timer and pacing wheels, and what fires (cycles=1)") \
 	X(eng_waiters, "now (not a count): threads in ibv_get_cq_event plus CQs armed for an event; lcore=app: while any and 1 ms after, the keeper turns every eng_keeper_us, not every 1 ms") \
 	X(eng_keeper_us, "now (not a count), lcore=app: the keeper's period while a program waits, us: 20 after work, doubling after 1 ms without up to idle_us (0: an lcore engine)") \
+	X(eng_keeper_looks, "lcore=app: the keeper's wake-ups (it sleeps 1 ms, doubling while the program drives the engine itself, up to 8 ms; 20 us while a thread waits on an event)") \
+	X(eng_keeper_drives, "lcore=app: of those, wake-ups at which the keeper drove the engine (the program had not for 1 ms, or for 20 us while a thread waits on an event)") \
 	X(pace_waits, "times a QP's send queue waited for its rate limit (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT)") \
 	X(eng_paced, "now (not a count): QPs of the engine waiting for their rate limit's next send time") \
 	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)") \

@@ -44,6 +44,11 @@
 #define ETH_PACE_BURST_US	64	/* default burst: this long at the QP's rate */
 #define ETH_LINK_CHECK_MS	100
 #define ETH_KEEPER_US		1000
+/* While the program drives the engine itself, each look the keeper takes
+ * doubles its next sleep, up to this (a look is a timer wake-up, ~50 us of
+ * CPU in a nested VM, taken from a polling core): a program that stops
+ * calling is taken over within ETH_KEEPER_BUSY_US + ETH_KEEPER_US. */
+#define ETH_KEEPER_BUSY_US	8000
 #define ETH_KEEPER_WAIT_US	20	/* period while a thread sleeps on an event
 					 * or a CQ is armed for one */
 #define ETH_SLEEP_SLACK_NS	1000	/* timer slack of the keeper and the
@@ -144,6 +149,11 @@ struct droce_engine {
 	volatile uint64_t last_drive_tsc;
 	volatile uint32_t app_waiters;	/* threads asleep on an event, CQs armed */
 	volatile uint32_t keeper_wait_us; /* the keeper's period while waited on */
+	/* 1 while the keeper sleeps longer than ETH_KEEPER_US (a futex):
+	 * the first thread to wait on an event wakes it (eth_app_waiting). */
+	volatile uint32_t keeper_asleep;
+	uint64_t keeper_looks;		/* its wake-ups, of which */
+	uint64_t keeper_drives;		/* it drove the engine */
 	uint32_t idle_us;
 	bool backlog;			/* a transmit queue was backed up last iteration */
 	/* A device has ETH_PREFETCH_QPS QPs or more (looked at each timer
