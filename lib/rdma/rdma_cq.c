@@ -40,9 +40,21 @@ static inline struct droce_cqe *cq_peek(struct droce_cq *cq)
 	return e;
 }
 
+/*
+ * lcore=app: a poll turns the engine only when it finds the CQ empty (a
+ * look without the lock: a hint; a CQE another thread takes meanwhile
+ * only makes this call return less, and the next one turns). A CQ that
+ * holds completions is served from what is there, and whatever the
+ * engine owes the wire (an ACK for what it received) waits for the call
+ * that finds nothing, leaving with what the program posted in between.
+ * Turning on every poll split send_lat's turns: the send CQE's poll took
+ * in the peer's ACK and SEND, the receive CQ's poll turned again and sent
+ * the ACK alone, and the program's SEND followed in a burst of its own
+ * (the peer then received them apart, and did the same).
+ */
 static inline void cq_drive(struct droce_cq *cq)
 {
-	if (cq->dev->args.lcore < 0)
+	if (cq->dev->args.lcore < 0 && cq_peek(cq) == NULL)
 		droce_drv->poll(cq->dev);
 }
 
