@@ -66,6 +66,10 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	if (unlikely(ne < 0 || (ne > 0 && wc == NULL)))
 		return -1;
 	cq_drive(cq);
+	/* Nothing there (the same hint): no lock for an empty poll, the
+	 * most common call of a program that spins on its CQ. */
+	if (cq_peek(cq) == NULL)
+		return 0;
 	rte_spinlock_lock(&cq->lock);
 	while (n < ne) {
 		struct droce_cqe *e = cq_peek(cq);

@@ -735,10 +735,12 @@ static void keeper_sleep(struct droce_engine *eng, uint32_t us)
 		nanosleep(&ts, NULL);
 		return;
 	}
-	/* Say so first (a full barrier), then look at the waiters once
-	 * more: one that came before the word was visible is counted. */
+	/* Say so first (a full barrier), then look at the waiters and the
+	 * stop flag once more: one that came before the word was visible
+	 * did not see it to wake us. */
 	__atomic_store_n(&eng->keeper_asleep, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&eng->app_waiters, __ATOMIC_SEQ_CST) == 0)
+	if (__atomic_load_n(&eng->app_waiters, __ATOMIC_SEQ_CST) == 0 &&
+	    !__atomic_load_n(&eng->keeper_stop, __ATOMIC_SEQ_CST))
 		(void)syscall(SYS_futex, &eng->keeper_asleep, FUTEX_WAIT_PRIVATE,
 			      1, &ts, NULL, 0);
 	__atomic_store_n(&eng->keeper_asleep, 0, __ATOMIC_RELAXED);
@@ -1007,7 +1009,11 @@ void eth_engine_detach(struct droce_dev *dev)
 			eng->launched = false;
 		}
 		if (eng->keeper_running) {
-			eng->keeper_stop = true;
+			__atomic_store_n(&eng->keeper_stop, true, __ATOMIC_SEQ_CST);
+			/* (not an 8 ms sleep out: keeper_sleep's futex) */
+			if (__atomic_exchange_n(&eng->keeper_asleep, 0, __ATOMIC_SEQ_CST))
+				(void)syscall(SYS_futex, &eng->keeper_asleep,
+					      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 			pthread_join(eng->keeper, NULL);
 			eng->keeper_running = false;
 		}
