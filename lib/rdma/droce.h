@@ -28,8 +28,10 @@ extern "C" {
  *                  (default 1024; the ethdev MTU is raised to fit it)
  *   lcore=N|app    engine lcore (default: the first worker lcore, or "app"
  *                  when there is none). "app": no engine thread; the
- *                  application's own verbs calls (poll_cq, post_*) and
- *                  droce_poll() drive the engine.
+ *                  application's own verbs calls (poll_cq on an empty
+ *                  CQ, every post_drive-th post) and droce_poll() drive
+ *                  the engine; a keeper thread drives it once they stop
+ *                  for 1 ms (it looks every 1-8 ms while they go on).
  *   name=S         device name reported by ibv_get_device_name
  *                  (default "droce<N>")
  *   idle_us=N      longest sleep of an idle engine, microseconds (default
