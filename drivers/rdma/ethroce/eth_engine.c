@@ -781,10 +781,10 @@ static void *keeper_main(void *arg)
 		eng->keeper_wait_us = wait_us;
 		keeper_sleep(eng, waiting ? wait_us : period_us);
 		eng->keeper_looks++;
-		/* An application that polls drives the engine itself; one
-		 * that waits for an event (or may: a CQ is armed) is driven
-		 * by the keeper once its verbs calls stop for a short while. */
 		/*
+		 * An application that polls drives the engine itself; one
+		 * that waits for an event (or may: a CQ is armed) is driven
+		 * by the keeper once its verbs calls stop for a short while.
 		 * The program's stamp first, then the time: the other way
 		 * round a drive between the two reads made `now - drove`
 		 * wrap, and the keeper took that as a program quiet for
