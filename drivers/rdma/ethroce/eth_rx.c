@@ -66,8 +66,11 @@ icrc_ok(const struct rte_mbuf *m, const uint8_t *frame, const struct roce_pkt *p
 	uint8_t tail[ROCE_ICRC_LEN];
 
 	if (m->nb_segs == 1)
-		return roce_icrc_frame(frame, p) == roce_icrc_load(frame +
-							p->frame_len - ROCE_ICRC_LEN);
+		return roce_icrc_fit(frame + p->l3_off,
+				     p->payload_off - p->l3_off,
+				     p->frame_len - ROCE_ICRC_LEN - p->l3_off,
+				     p->ipv6) ==
+		       roce_icrc_load(frame + p->frame_len - ROCE_ICRC_LEN);
 	/* Headers are contiguous (roce_parse_rx checked); the rest may not be. */
 	want = roce_icrc_hdrs(frame + p->l3_off, p->payload_off - p->l3_off,
 			      p->ipv6);

@@ -293,11 +293,11 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 		finish_padded(m, pad, *crc);
 	} else {
 		memset(end - pad, 0, pad);	/* zero, covered by the ICRC */
-		roce_icrc_store(end, roce_icrc_l3(buf + img->l3_off,
-						  img->bth_off + ROCE_BTH_LEN +
-						  ext_len - img->l3_off,
-						  (uint32_t)(end - buf) -
-						  img->l3_off, img->ipv6));
+		roce_icrc_store(end, roce_icrc_fit(buf + img->l3_off,
+						   img->bth_off + ROCE_BTH_LEN +
+						   ext_len - img->l3_off,
+						   (uint32_t)(end - buf) -
+						   img->l3_off, img->ipv6));
 	}
 	if (unlikely(droce_trace_on))
 		eth_trace_frame("tx", qp->dev, m);
