@@ -11,9 +11,9 @@
  * the first 8 bytes of IP, block k > 0 is l3[16k - 8, 16k + 8); the masked
  * fields all lie in the first four blocks and are set to 1s with one OR
  * each. The blocks are folded four at a time while at least four remain,
- * then one at a time, the last 128 bits reduced to the 32-bit CRC register
- * (Barrett), and the last len % 16 bytes go through the byte table; a long
- * remainder goes to ISA-L instead, so the masked headers cost one fold
+ * then one at a time, the last len % 16 bytes as one more block
+ * (fold_tail), and the last 128 bits reduced to the 32-bit CRC register
+ * (Barrett); a long remainder goes to ISA-L instead, so the masked headers cost one fold
  * and large frames keep ISA-L's wider kernel. The fold and Barrett
  * constants are powers of x modulo the CRC polynomial, bit-reflected; see
  * Intel's "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ"
@@ -360,7 +360,7 @@ fold_wide(__m512i x, __m512i k, __m512i b)
  * 128-bit kernel's scheme with four lanes per register. Four accumulators
  * hold sixteen blocks, each folded by 2048 bits per step of 256 bytes;
  * then by 512 bits per 64 bytes, the four lanes by 128 bits into one, the
- * last whole blocks one by one and the last len % 16 bytes by table.
+ * last whole blocks one by one and the last len % 16 bytes as one more.
  */
 static VCLMUL_TARGET uint32_t
 crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
