@@ -14,8 +14,9 @@
  * then one at a time, the last len % 16 bytes as one more block
  * (fold_tail), and the last 128 bits reduced to the 32-bit CRC register
  * (Barrett); a long remainder goes to ISA-L instead, so the masked
- * headers cost one fold and large frames keep ISA-L's wider kernel. The fold and Barrett
- * constants are powers of x modulo the CRC polynomial, bit-reflected; see
+ * headers cost one fold and large frames keep ISA-L's wider kernel. The
+ * fold and Barrett constants are powers of x modulo the CRC polynomial,
+ * bit-reflected; see
  * Intel's "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ"
  * (Gopal et al., 2009). test_roce_unit compares every coverage length
  * against a byte-wise reference.
