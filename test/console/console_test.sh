@@ -30,6 +30,7 @@ cleanup() {
 		tmux -L "$TMUX_SOCK" kill-server >/dev/null 2>&1
 	fi
 	rm -rf "$WORK"
+	[[ -n ${EAL_PREFIX:-} ]] && rm -rf "/run/dpdk/$EAL_PREFIX"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -54,6 +55,10 @@ if [[ -z ${DROCE_EAL_EXTRA_ARGS:-} ]]; then
 	fi
 fi
 unset DROCE_EAL_ARGS DROCE_DEVICES
+# A runtime directory of this run's own (the EAL makes one even with
+# --in-memory), removed on exit; the default one (rte) was left behind.
+EAL_PREFIX=droce-console-$$
+export DROCE_EAL_EXTRA_ARGS="${DROCE_EAL_EXTRA_ARGS:+$DROCE_EAL_EXTRA_ARGS }--file-prefix=$EAL_PREFIX"
 
 # run <seconds> <console args...>: stdout to out, stderr to err, sets RC
 run() {
