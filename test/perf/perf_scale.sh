@@ -16,7 +16,7 @@
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
 
 NAME=perf-scale
-PREFIX=""
+PREFIX=dsc$$
 # shellcheck source=test/perf/perf_lib.sh
 . "$(dirname "$0")/perf_lib.sh"
 QPS=${DROCE_SCALE_QPS:-16384}
@@ -32,7 +32,7 @@ fi
 out=$WORK/out
 
 start=$SECONDS
-DROCE_EAL_ARGS="-l $CORES $EAL_MEM --no-pci --log-level=*:warning" \
+DROCE_EAL_ARGS="-l $CORES $EAL_MEM --no-pci --log-level=*:warning --file-prefix $PREFIX" \
 	timeout -k 2 "$BOUND" "$BIN" write_bw -s 64 -q "$QPS" -t 4 -u 14 \
 	-n $ITERS --engine=$ENGINE --loopback --kv --check >"$out" 2>&1
 rc=$?

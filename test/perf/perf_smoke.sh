@@ -18,7 +18,7 @@
 #   DROCE_TEST_KEEP      keep the per-run logs (directory printed at the end)
 
 NAME=perf-smoke
-PREFIX=""
+PREFIX=dsm$$
 # shellcheck source=test/perf/perf_lib.sh
 . "$(dirname "$0")/perf_lib.sh"
 # (74 runs of ~0.5 s each, most of it EAL start-up; a sanitizer build
@@ -50,7 +50,7 @@ run() {
 		return 1
 	fi
 	[ $left -gt 20 ] && left=20
-	DROCE_EAL_ARGS="-l $cores $EAL_MEM --no-pci $LOG" \
+	DROCE_EAL_ARGS="-l $cores $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}r" \
 		timeout -k 2 "$left" "$BIN" "$@" --loopback --kv --check \
 		>"$out" 2>"$out.err"
 	rc=$?
@@ -242,7 +242,8 @@ run send_bw-srq-e 0 send_bw --use-srq -e -q 2 -s 4096 -n 500 $APP &&
 start_inf() {
 	RUNS=$((RUNS + 1))
 	INF_OUT=$WORK/$RUNS.out
-	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" "$BIN" write_bw -s 64 \
+	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}i" \
+		"$BIN" write_bw -s 64 \
 		--run_infinitely -D 0.2 --loopback $APP --kv --check \
 		>"$INF_OUT" 2>"$INF_OUT.err" &
 	ipid=$!
@@ -347,7 +348,7 @@ fi
 # perftest's naming: a link called ib_write_bw runs write_bw
 ln -s "$(readlink -f "$BIN")" "$WORK/ib_write_bw"
 RUNS=$((RUNS + 1))
-DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG" timeout -k 2 20 \
+DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}l" timeout -k 2 20 \
 	"$WORK/ib_write_bw" -s 128 -n 500 --loopback --engine=app --kv --check \
 	>"$WORK/$RUNS.out" 2>&1
 LAST=$WORK/$RUNS.out
@@ -550,7 +551,8 @@ run send_bw-ud-pp 0 send_bw -c UD -s 1024 -n 2000 --rate_limit 10 --rate_units M
 refused() {
 	local label=$1 msg=$2
 	shift 2
-	if "$BIN" "$@" --loopback >"$WORK/refused.out" 2>&1; then
+	if DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}x" \
+		timeout -k 2 20 "$BIN" "$@" --loopback >"$WORK/refused.out" 2>&1; then
 		fail "$label: accepted"
 	elif ! grep -q -- "$msg" "$WORK/refused.out"; then
 		fail "$label: no '$msg' message: $(tail -n 1 "$WORK/refused.out")"
