@@ -359,6 +359,7 @@ struct droce_qp {
 	/* The QP's own requests and ACKs from a byte image (eth_img_build):
 	 * made from tmpl when first needed, void when tmpl changes. */
 	struct roce_hdr_image img;
+	struct roce_ack_image ack_img;	/* its ACKs', made with img */
 	bool img_valid;
 	bool img_loop;			/* the peer is this device (loop queue) */
 	bool tmpl_ready;		/* destination MAC resolved ... */

@@ -274,6 +274,28 @@ roce_image_init(struct roce_hdr_image *img, const struct roce_pkt *t)
 		img->ip_sum = ipv4_fixed_sum(buf + p.l3_off);
 }
 
+void
+roce_ack_image_init(struct roce_ack_image *a, const struct roce_hdr_image *img)
+{
+	uint32_t pre;
+
+	memset(a, 0, sizeof(*a));
+	/* (roce_image_build writes sizeof(img->bytes) <= sizeof(a->bytes)) */
+	a->len = (uint8_t)roce_image_build(a->bytes, img,
+					   ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						       ROCE_OP_ACK),
+					   0, 0, ROCE_AETH_LEN, 0, 0);
+	a->l3_off = img->l3_off;
+	a->bth_off = img->bth_off;
+	a->ipv6 = img->ipv6;
+	if (!img->ipv6)	/* the ID's share is added per frame */
+		a->ip_sum = fold16((uint64_t)img->ip_sum +
+				   ld16n(a->bytes + a->l3_off + 2));
+	/* Everything the ICRC covers before the BTH's last word. */
+	pre = (uint32_t)a->bth_off + ROCE_BTH_LEN - 4 - a->l3_off;
+	a->crc_pre = roce_icrc_hdrs(a->bytes + a->l3_off, pre, a->ipv6);
+}
+
 uint32_t
 roce_image_build(uint8_t *buf, const struct roce_hdr_image *img,
 		 uint8_t opcode, uint8_t bth1, uint32_t bth_psn,

@@ -58,6 +58,27 @@ roce_crc32_slice8(uint32_t crc, const void *buf, size_t len)
 	return ~crc;
 }
 
+/* The ID's trail in roce_crc32_gentab.c: the IPv4 header after the ID,
+ * UDP, the BTH before its last word. */
+_Static_assert(ROCE_ACK_ID_TRAIL == ROCE_IPV4_HLEN - 6 + ROCE_UDP_HLEN +
+	       ROCE_BTH_LEN - 4, "roce_crc32_gentab.c: ACK_ID_TRAIL");
+
+uint32_t
+roce_crc32_ack(uint32_t crc_pre, uint16_t ip_id, const uint8_t *tail)
+{
+	const uint32_t (*t)[256] = roce_crc32_tab;
+	uint32_t c = ~(crc_pre ^ roce_crc32_ackid_tab[0][ip_id >> 8] ^
+		       roce_crc32_ackid_tab[1][ip_id & 0xff]);
+	uint32_t lo = le32(tail) ^ c;
+	uint32_t hi = le32(tail + 4);
+
+	c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
+	    t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+	    t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+	    t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+	return ~c;
+}
+
 uint32_t
 roce_crc32(uint32_t crc, const void *buf, size_t len)
 {

@@ -5,15 +5,24 @@
  *   static const uint32_t roce_crc32_tab[8][256];
  * to the file named by argv[1]. Table 0 is the classic byte-at-a-time table;
  * table k advances a CRC whose byte was seen k bytes earlier.
+ *
+ * Also roce_crc32_ackid_tab[2][256]: what an IPv4 ACK's two IP ID bytes
+ * add to the running CRC at the end of its ICRC prefix (roce_ack_build):
+ * a byte's share in a CRC register that started at 0 and then took
+ * ROCE_ACK_ID_TRAIL (+ 1 for the ID's first byte) zero bytes. CRC is
+ * linear, so a frame's ID changes the prefix CRC by exactly that.
  */
 #include <stdint.h>
 #include <stdio.h>
 
 #define POLY 0xedb88320u
+/* Bytes of an IPv4 ACK's ICRC prefix after its IP ID: the rest of the IP
+ * header (14), UDP (8), the BTH's first 8. Must match roce_ack_image_init. */
+#define ACK_ID_TRAIL (14 + 8 + 8)
 
 int main(int argc, char **argv)
 {
-	static uint32_t t[8][256];
+	static uint32_t t[8][256], id[2][256];
 	FILE *f;
 
 	if (argc != 2) {
@@ -31,6 +40,15 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < 256; i++)
 			t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
 
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = t[0][i];
+
+			for (int z = 0; z < ACK_ID_TRAIL + 1 - k; z++)
+				c = t[0][c & 0xff] ^ (c >> 8);
+			id[k][i] = c;
+		}
+
 	f = fopen(argv[1], "w");
 	if (f == NULL) {
 		perror(argv[1]);
@@ -43,6 +61,16 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 256; i++)
 			fprintf(f, "%s0x%08xu,%s", i % 6 == 0 ? "\t\t" : " ",
 				t[k][i], i % 6 == 5 || i == 255 ? "\n" : "");
+		fprintf(f, "\t},\n");
+	}
+	fprintf(f, "};\n");
+	fprintf(f, "#define ROCE_ACK_ID_TRAIL %d\n", ACK_ID_TRAIL);
+	fprintf(f, "static const uint32_t roce_crc32_ackid_tab[2][256] = {\n");
+	for (int k = 0; k < 2; k++) {
+		fprintf(f, "\t{\n");
+		for (int i = 0; i < 256; i++)
+			fprintf(f, "%s0x%08xu,%s", i % 6 == 0 ? "\t\t" : " ",
+				id[k][i], i % 6 == 5 || i == 255 ? "\n" : "");
 		fprintf(f, "\t},\n");
 	}
 	fprintf(f, "};\n");

@@ -221,6 +221,19 @@ void eth_xmit(struct droce_dev *dev, struct rte_mbuf *m,
 
 /* ------------------------------------------ frames from the header image */
 
+/* The QP's images from its template, when void (first use, or the template
+ * changed: a new path, the peer's MAC learnt again). */
+static inline void img_ready(struct droce_qp *qp)
+{
+	if (unlikely(!qp->img_valid)) {
+		roce_image_init(&qp->img, &qp->tmpl);
+		roce_ack_image_init(&qp->ack_img, &qp->img);
+		qp->img_loop = to_self(qp->dev, qp->tmpl.ipv6,
+				       qp->tmpl.dst_ip);
+		qp->img_valid = true;
+	}
+}
+
 struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 			       uint8_t bth1, uint32_t bth_psn, uint32_t ext_len,
 			       uint32_t payload_len, uint8_t **ext)
@@ -232,11 +245,7 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 
 	if (unlikely(m == NULL))
 		return NULL;
-	if (unlikely(!qp->img_valid)) {
-		roce_image_init(&qp->img, &qp->tmpl);
-		qp->img_loop = to_self(dev, qp->tmpl.ipv6, qp->tmpl.dst_ip);
-		qp->img_valid = true;
-	}
+	img_ready(qp);
 	buf = rte_pktmbuf_mtod(m, uint8_t *);
 	/* The image is written whole: room for it and for the frame. */
 	if (unlikely(RTE_MAX((uint32_t)qp->img.bth_off + ROCE_BTH_LEN + ext_len +
@@ -435,11 +444,25 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 		eth_finish(qp->dev, m, &p);
 		return;
 	}
-	m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK), 0,
-			  psn & ROCE_PSN_MASK, ROCE_AETH_LEN, 0, &pl);
+	/* From the ACK image: its ICRC from a running CRC kept with it. */
+	m = eth_mbuf_alloc(qp->dev);
 	if (unlikely(m == NULL))
 		return;	/* the requester's timer recovers a lost ACK */
-	roce_put_aeth(pl, syndrome, msn);
+	img_ready(qp);
+	if (unlikely(rte_pktmbuf_tailroom(m) < sizeof(qp->ack_img.bytes))) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = (uint16_t)roce_ack_build(rte_pktmbuf_mtod(m, uint8_t *),
+					       &qp->ack_img,
+					       psn & ROCE_PSN_MASK, syndrome,
+					       msn, qp->dev->ip_id++);
+	m->pkt_len = m->data_len;
 	count_ack_tx(qp, syndrome);
-	eth_img_send(qp, m, ROCE_AETH_LEN, NULL);
+	if (unlikely(droce_trace_on))
+		eth_trace_frame("tx", qp->dev, m);
+	if (unlikely(qp->img_loop))
+		loop_enqueue(qp->dev, m);
+	else
+		eth_tx_enqueue(qp->dev, m);
 }
