@@ -54,7 +54,10 @@ extern "C" {
  *   post_drive=N   lcore=app: a post that brings the WQEs posted since the
  *                  last such turn to N runs one engine iteration itself,
  *                  so packets leave while the application is still posting
- *                  a window (default 16; 0: only polls drive the engine)
+ *                  a window (default 16; 0: only polls drive the engine).
+ *                  Such a turn sends; what arrives waits for a poll (or
+ *                  20 us); a post refused for a full queue runs a whole
+ *                  iteration
  *   cycles=0|1     time the engine's stages with rte_rdtsc (default 0):
  *                  the eng_*_cycles counters below; four TSC reads per
  *                  engine iteration, so off unless measuring

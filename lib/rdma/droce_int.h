@@ -589,6 +589,9 @@ struct droce_drv_ops {
 	int (*exec)(struct droce_dev *dev, void (*fn)(void *), void *arg);
 	/* App-mode: one engine iteration. */
 	int (*poll)(struct droce_dev *dev);
+	/* App-mode: the turn a post gives the engine (post_drive): what was
+	 * posted leaves; receiving is left to the polls. NULL: poll. */
+	int (*post_turn)(struct droce_dev *dev);
 	/* The engine's view of a QP state change (flush on error...). */
 	void (*qp_state_changed)(struct droce_qp *qp, enum ibv_qp_state old);
 	/* A thread starts (+1) or stops (-1) sleeping for a completion or

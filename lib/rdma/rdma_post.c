@@ -141,10 +141,28 @@ static inline bool post_drives(struct droce_qp *qp, uint32_t pi)
 	return true;
 }
 
-/* Without the SQ lock: the engine may complete and flush this very QP. */
-static inline void drive_after_post(struct droce_qp *qp)
+/*
+ * Without the SQ lock: the engine may complete and flush this very QP.
+ * `full`: the post was refused for want of room. A post's turn leaves
+ * receiving to the polls, but only ACKs make room: a program that retries
+ * the post (and does not poll) would wait for the keeper; with post_drive
+ * on, such a post turns the engine whole.
+ */
+static inline void drive_after_post(struct droce_qp *qp, bool full)
 {
-	droce_drv->poll(qp->dev);
+	if (full)
+		droce_drv->poll(qp->dev);
+	else if (droce_drv->post_turn)
+		droce_drv->post_turn(qp->dev);
+	else
+		droce_drv->poll(qp->dev);
+}
+
+/* A post refused with ENOMEM turns the engine (drive_after_post). */
+static inline bool full_drives(const struct droce_qp *qp, int err)
+{
+	return unlikely(err == ENOMEM) && qp->dev->args.lcore < 0 &&
+	       qp->dev->args.post_drive != 0;
 }
 
 /* Room is judged from the consumer index last seen, and sq_ci (a line the
@@ -333,8 +351,8 @@ out:
 		drive = post_drives(qp, pi);
 	}
 	rte_spinlock_unlock(&qp->sq_lock);
-	if (drive)
-		drive_after_post(qp);
+	if (drive || full_drives(qp, err))
+		drive_after_post(qp, err == ENOMEM);
 	if (err && bad_wr)
 		*bad_wr = wr;
 	return err;
@@ -728,8 +746,8 @@ static int wr_complete(struct ibv_qp_ex *ex)
 	}
 	qp->wr_cur = NULL;
 	rte_spinlock_unlock(&qp->sq_lock);
-	if (drive)
-		drive_after_post(qp);
+	if (drive || full_drives(qp, err))
+		drive_after_post(qp, err == ENOMEM);
 	return err;
 }
 

@@ -32,6 +32,10 @@
 #define ETH_BUSY_SKIPS		8	/* QPs passed over for a full tx queue, per iteration */
 #define ETH_RX_BURSTS		4	/* rx bursts per device per iteration (while full) */
 #define ETH_RX_BURSTS_BACKLOG	8	/* the same while a tx queue is backed up */
+/* An app-driven engine's post turns leave receiving to its polls, but
+ * receive anyway once this long has passed without (an application that
+ * posts and never polls still hears its ACKs). */
+#define ETH_POST_RX_US		20
 #define ETH_EXEC_SPIN_US	50	/* control call: spin this long before sleeping */
 #define ETH_TXQ_CAP		4096
 #define ETH_TXQ_HIGH		512	/* stop generating new work above this */
@@ -169,6 +173,8 @@ struct droce_engine {
 	 * local ACK timeout that mostly elapsed while it was away is not the
 	 * peer's silence (eth_req_timer). */
 	uint64_t last_iter_tsc;		/* "now" of the previous iteration */
+	uint64_t last_rx_tsc;		/* ... of the last that received */
+	uint64_t post_rx_tsc;		/* ETH_POST_RX_US in TSC cycles */
 	uint64_t slept_tsc;		/* voluntary sleep since then */
 	uint64_t stall_min_tsc;
 	uint64_t stall_tsc;		/* total time lost to stalls */
@@ -205,6 +211,7 @@ void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp);
 void eth_qp_arp_wait(struct droce_engine *eng, struct droce_qp *qp);
 void eth_qp_arp_done(struct droce_engine *eng, struct droce_qp *qp);
 int eth_engine_iter(struct droce_engine *eng);
+int eth_engine_turn(struct droce_engine *eng, bool rx);
 int eth_engine_attach(struct droce_dev *dev);
 void eth_engine_detach(struct droce_dev *dev);
 
