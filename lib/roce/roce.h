@@ -283,6 +283,32 @@ int roce_parse_full(const uint8_t *frame, uint32_t contig, uint32_t len,
 int roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
 		  struct roce_pkt *p);
 
+/* An RC ACK in its usual shape: untagged Ethernet, IPv4 with a 20-byte
+ * header, UDP, BTH, AETH, ICRC. */
+#define ROCE_ACK4_LEN	(ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + \
+			 ROCE_BTH_LEN + ROCE_AETH_LEN + ROCE_ICRC_LEN)
+struct roce_ack4 {
+	uint8_t src_ip[4];	/* as on the wire */
+	uint8_t dst_ip[4];
+	uint32_t dest_qp;
+	uint32_t psn;
+	uint32_t msn;
+	uint16_t pkey;
+	uint8_t syndrome;
+	bool se;
+};
+/*
+ * Is the frame an RC ACK of that shape (len and contig ROCE_ACK4_LEN or
+ * more) that roce_parse_rx() accepts? Then true, and the fields an ACK's
+ * receiver reads in *a. The same checks as roce_parse_rx() at fixed
+ * offsets, for the small frame a requester receives most: false for
+ * anything else, which roce_parse_rx() then takes. test_roce_parse_diff:
+ * it accepts exactly the frames of that shape roce_parse_rx() accepts,
+ * with the same fields.
+ */
+bool roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		     struct roce_ack4 *a);
+
 /*
  * The extended transport headers, big-endian at any alignment: written
  * here once, for roce_build_hdrs() and for frames built from a header

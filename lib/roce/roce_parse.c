@@ -451,3 +451,37 @@ roce_parse_rx(const uint8_t *frame, uint32_t contig, uint32_t len,
 {
 	return parse(frame, contig, len, p, true);
 }
+
+bool
+roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		struct roce_ack4 *a)
+{
+	const uint8_t *ip = frame + ROCE_ETH_HLEN;
+	const uint8_t *udp = ip + ROCE_IPV4_HLEN;
+	const uint8_t *b = udp + ROCE_UDP_HLEN;
+	const uint32_t l3_len = ROCE_ACK4_LEN - ROCE_ETH_HLEN;
+
+	/* parse_fast's checks for this one shape: no trailing bytes (62 is
+	 * past the Ethernet minimum, so none are padding); IPv4, IHL 5, UDP,
+	 * no fragment, the lengths of exactly BTH + AETH + ICRC; the
+	 * opcode; TVer 0 and no pad (an ACK has no payload); the header
+	 * checksum last, the dearest. */
+	if (len != ROCE_ACK4_LEN || contig < ROCE_ACK4_LEN ||
+	    rd16(frame + 12) != ROCE_ETHERTYPE_IPV4 || ip[0] != 0x45 ||
+	    ip[9] != ROCE_IPPROTO_UDP || (rd16(ip + 6) & ~0x4000u) != 0 ||
+	    rd16(ip + 2) != l3_len || rd16(udp + 2) != ROCE_UDP_DPORT ||
+	    rd16(udp + 4) != l3_len - ROCE_IPV4_HLEN ||
+	    b[0] != ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK) ||
+	    (b[1] & (ROCE_BTH_TVER_MASK | ROCE_BTH_PAD_MASK)) != 0 ||
+	    ipv4_cksum20(ip) != rd16(ip + 10))
+		return false;
+	memcpy(a->src_ip, ip + 12, 4);
+	memcpy(a->dst_ip, ip + 16, 4);
+	a->se = (b[1] & ROCE_BTH_SE) != 0;
+	a->pkey = rd16(b + 2);
+	a->dest_qp = rd32(b + 4) & ROCE_QPN_MASK;
+	a->psn = rd32(b + 8) & ROCE_PSN_MASK;
+	a->syndrome = b[ROCE_BTH_LEN];
+	a->msn = rd24(b + ROCE_BTH_LEN + 1);
+	return true;
+}

@@ -8,7 +8,9 @@
  * as 0xa5 garbage, so a field the fast path forgets to write shows up.
  * roce_parse_rx() too: the same return code, the ROCE_RX_FIELDS equal,
  * the other fields 0 (or all as the reference, when its fast path passed
- * the frame to the full parser).
+ * the frame to the full parser). And roce_parse_ack4(): it accepts a frame
+ * only if the reference does, with the same fields, and every untagged
+ * IPv4 RC ACK of ROCE_ACK4_LEN bytes the reference accepts.
  *
  * Inputs:
  *   - every file of the directories given as arguments ("-o <dir>": the
@@ -58,6 +60,40 @@ first_diff(const struct roce_pkt *a, const struct roce_pkt *b)
 }
 #undef F
 
+static uint64_t ack4_accepted;
+
+static void
+check_ack4(const uint8_t *f, uint32_t contig, uint32_t len, const char *what,
+	   int ra, const struct roce_pkt *a)
+{
+	struct roce_ack4 k;
+	bool rk, shape;
+
+	memset(&k, 0xa5, sizeof(k));
+	rk = roce_parse_ack4(f, contig, len, &k);
+	shape = ra == ROCE_OK && !a->has_vlan && !a->ipv6 &&
+		a->opcode == ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK) &&
+		len == ROCE_ACK4_LEN && contig >= ROCE_ACK4_LEN &&
+		a->l3_off == ROCE_ETH_HLEN &&
+		a->l4_off == ROCE_ETH_HLEN + ROCE_IPV4_HLEN;
+	if (rk != shape) {
+		if (++failures <= 30)
+			printf("FAIL %s (contig %u len %u): roce_parse_ack4 %d, reference %d (shape %d)\n",
+			       what, contig, len, rk, ra, shape);
+		return;
+	}
+	if (!rk)
+		return;
+	ack4_accepted++;
+	if (memcmp(k.src_ip, a->src_ip, 4) || memcmp(k.dst_ip, a->dst_ip, 4) ||
+	    k.dest_qp != a->dest_qp || k.psn != a->psn || k.msn != a->aeth_msn ||
+	    k.pkey != a->pkey || k.syndrome != a->aeth_syndrome || k.se != a->se) {
+		if (++failures <= 30)
+			printf("FAIL %s (contig %u len %u): roce_parse_ack4 fields differ\n",
+			       what, contig, len);
+	}
+}
+
 static void
 compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 {
@@ -86,6 +122,7 @@ compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 			       what, contig, len, ra, rc);
 		return;
 	}
+	check_ack4(f, contig, len, what, ra, &a);
 	if (ra != ROCE_OK)
 		return;
 	accepted++;
@@ -350,9 +387,10 @@ main(int argc, char **argv)
 	printf("%" PRIu64 " pcap records, %" PRIu64 " comparisons so far\n",
 	       pcap_records, compared);
 	run_built();
-	printf("%" PRIu64 " inputs compared, %" PRIu64 " accepted by both\n",
-	       compared, accepted);
-	if (accepted == 0 || compared < 1000000) {
+	printf("%" PRIu64 " inputs compared, %" PRIu64 " accepted by both, "
+	       "%" PRIu64 " by roce_parse_ack4\n", compared, accepted,
+	       ack4_accepted);
+	if (accepted == 0 || compared < 1000000 || ack4_accepted < 1000) {
 		printf("FAIL: too little compared\n");
 		failures++;
 	}

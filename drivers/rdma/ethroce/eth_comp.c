@@ -123,11 +123,8 @@ static void nak_fail(struct droce_qp *qp, uint32_t psn, uint8_t status)
 	eth_qp_error(qp);
 }
 
-static void rx_ack(struct droce_qp *qp, const struct roce_pkt *p)
+static void rx_ack(struct droce_qp *qp, uint8_t syn, uint32_t psn)
 {
-	uint8_t syn = p->aeth_syndrome;
-	uint32_t psn = p->psn;
-
 	switch (syn & ROCE_AETH_CLASS_MASK) {
 	case ROCE_AETH_ACK:
 		qp->req_rnr_retries = 0;
@@ -368,7 +365,7 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		return;
 	switch (op) {
 	case ROCE_OP_ACK:
-		rx_ack(qp, p);
+		rx_ack(qp, p->aeth_syndrome, p->psn);
 		break;
 	case ROCE_OP_READ_RESP_FIRST:
 	case ROCE_OP_READ_RESP_MIDDLE:
@@ -383,4 +380,11 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		qp->dev->st.rx_malformed++;
 		break;
 	}
+}
+
+void eth_comp_rx_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return;
+	rx_ack(qp, syndrome, psn);
 }

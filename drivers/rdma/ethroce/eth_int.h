@@ -509,6 +509,8 @@ bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p);
 void eth_resp_progress(struct droce_qp *qp, uint32_t *budget);
 
 /* eth_comp.c: completer */
+/* An ACK or NAK, from roce_parse_ack4's fields (eth_rx_one's shortcut). */
+void eth_comp_rx_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn);
 void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m, bool icrc_late);
 bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p);

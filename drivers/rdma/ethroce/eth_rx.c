@@ -122,6 +122,41 @@ bool eth_rx_late_whole(struct droce_qp *qp, const struct rte_mbuf *m,
 					const uint8_t *), p));
 }
 
+/*
+ * An RC ACK of its usual shape (roce_parse_ack4) for a QP ready for it:
+ * eth_rx_one's walk in short, every check and count the same, without the
+ * general parse, the packet struct it fills and the dispatch (~200
+ * instructions of the ~570 an ACK cost, half of it per write_lat hop).
+ * False for anything else, or any check failed: the walk then takes the
+ * frame and counts what is wrong with it.
+ */
+static inline bool rx_ack4(struct droce_engine *eng, struct droce_dev *dev,
+			   const struct rte_mbuf *m, const uint8_t *frame)
+{
+	const uint32_t cover = ROCE_ACK4_LEN - ROCE_ETH_HLEN - ROCE_ICRC_LEN;
+	struct roce_ack4 a;
+	struct droce_qp *qp;
+
+	if (m->nb_segs != 1 || (dev->args.vlan_tci & 0xfff) != 0 ||
+	    unlikely(droce_trace_on) ||
+	    !roce_parse_ack4(frame, m->data_len, m->pkt_len, &a) ||
+	    memcmp(a.dst_ip, &dev->args.ip, 4) != 0 ||
+	    (a.pkey | ROCE_PKEY_FULL) != ROCE_DEFAULT_PKEY)
+		return false;
+	qp = droce_qp_lookup(dev, a.dest_qp);
+	if (qp == NULL || qp->state == IBV_QPS_RESET || !qp->tmpl_ready ||
+	    qp->transport != ROCE_TRANSPORT_RC ||
+	    roce_icrc_fit(frame + ROCE_ETH_HLEN, cover, cover, false) !=
+	    roce_icrc_load(frame + ROCE_ACK4_LEN - ROCE_ICRC_LEN))
+		return false;
+	dev->st.rx_pkts++;
+	dev->st.rx_bytes += m->pkt_len;
+	qp->st.rx_pkts++;
+	qp->last_rx_tsc = eng->rx_tsc;
+	eth_comp_rx_ack(qp, a.syndrome, a.psn);
+	return true;
+}
+
 void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		struct rte_mbuf *m)
 {
@@ -131,6 +166,9 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 	struct roce_pkt p;
 	bool late = false;
 	int ret;
+
+	if (m->data_len == ROCE_ACK4_LEN && rx_ack4(eng, dev, m, frame))
+		return;
 
 	if (m->data_len >= ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
 		const struct rte_ether_hdr *eh = (const void *)frame;
