@@ -28,6 +28,20 @@ le32(const uint8_t *p)
 	       (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* Eight bytes into a (non-inverted) CRC register. */
+static inline uint32_t
+slice8_step(uint32_t crc, const uint8_t *p)
+{
+	const uint32_t (*t)[256] = roce_crc32_tab;
+	uint32_t lo = le32(p) ^ crc;
+	uint32_t hi = le32(p + 4);
+
+	return t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
+	       t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
+	       t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+	       t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+}
+
 uint32_t
 roce_crc32_slice8(uint32_t crc, const void *buf, size_t len)
 {
@@ -41,13 +55,7 @@ roce_crc32_slice8(uint32_t crc, const void *buf, size_t len)
 		len--;
 	}
 	while (len >= 8) {
-		uint32_t lo = le32(p) ^ crc;
-		uint32_t hi = le32(p + 4);
-
-		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
-		      t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-		      t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+		crc = slice8_step(crc, p);
 		p += 8;
 		len -= 8;
 	}
@@ -66,17 +74,10 @@ _Static_assert(ROCE_ACK_ID_TRAIL == ROCE_IPV4_HLEN - 6 + ROCE_UDP_HLEN +
 uint32_t
 roce_crc32_ack(uint32_t crc_pre, uint16_t ip_id, const uint8_t *tail)
 {
-	const uint32_t (*t)[256] = roce_crc32_tab;
 	uint32_t c = ~(crc_pre ^ roce_crc32_ackid_tab[0][ip_id >> 8] ^
 		       roce_crc32_ackid_tab[1][ip_id & 0xff]);
-	uint32_t lo = le32(tail) ^ c;
-	uint32_t hi = le32(tail + 4);
 
-	c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
-	    t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-	    t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-	    t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-	return ~c;
+	return ~slice8_step(c, tail);
 }
 
 uint32_t

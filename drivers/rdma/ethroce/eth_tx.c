@@ -289,6 +289,18 @@ uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
 			      img->ipv6);
 }
 
+/* A frame of the QP's images onto its way: the loop queue if the peer is
+ * this very device, else the port's transmit queue. */
+static inline void img_enqueue(struct droce_qp *qp, struct rte_mbuf *m)
+{
+	if (unlikely(droce_trace_on))
+		eth_trace_frame("tx", qp->dev, m);
+	if (unlikely(qp->img_loop))
+		loop_enqueue(qp->dev, m);
+	else
+		eth_tx_enqueue(qp->dev, m);
+}
+
 void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 		  const uint32_t *crc)
 {
@@ -308,12 +320,7 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 						   (uint32_t)(end - buf) -
 						   img->l3_off, img->ipv6));
 	}
-	if (unlikely(droce_trace_on))
-		eth_trace_frame("tx", qp->dev, m);
-	if (unlikely(qp->img_loop))
-		loop_enqueue(qp->dev, m);
-	else
-		eth_tx_enqueue(qp->dev, m);
+	img_enqueue(qp, m);
 }
 
 void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
@@ -459,10 +466,5 @@ void eth_send_ack(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 					       msn, qp->dev->ip_id++);
 	m->pkt_len = m->data_len;
 	count_ack_tx(qp, syndrome);
-	if (unlikely(droce_trace_on))
-		eth_trace_frame("tx", qp->dev, m);
-	if (unlikely(qp->img_loop))
-		loop_enqueue(qp->dev, m);
-	else
-		eth_tx_enqueue(qp->dev, m);
+	img_enqueue(qp, m);
 }
