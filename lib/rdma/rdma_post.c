@@ -150,9 +150,7 @@ static inline bool post_drives(struct droce_qp *qp, uint32_t pi)
  */
 static inline void drive_after_post(struct droce_qp *qp, bool full)
 {
-	if (full)
-		droce_drv->poll(qp->dev);
-	else if (droce_drv->post_turn)
+	if (!full && droce_drv->post_turn)
 		droce_drv->post_turn(qp->dev);
 	else
 		droce_drv->poll(qp->dev);
