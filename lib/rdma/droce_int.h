@@ -476,6 +476,9 @@ struct droce_qp {
 	uint8_t min_rnr_timer;
 	uint16_t pkey_index;
 	uint16_t udp_sport;		/* flow entropy, host order */
+	/* (the engine's, beside `timeout`, which each arming reads too) */
+	uint8_t req_timeout_for;	/* timeout + 1 it was taken for (0: none) */
+	uint64_t req_timeout_tsc;	/* the local ACK timeout in TSC cycles */
 	struct ibv_ah_attr ah;
 	struct ibv_qp_cap cap;
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */

@@ -149,7 +149,7 @@ static void rx_ack(struct droce_qp *qp, uint8_t syn, uint32_t psn)
 		qp->req_rnr_retries++;
 		qp->req_rnr_wait = true;
 		wait = (uint64_t)rnr_timer_10us[syn & 0x1f] * qp->eng->tsc_hz / 100000;
-		qp->req_timer_tsc = eth_now() + wait;
+		qp->req_timer_tsc = eth_turn_tsc(qp->eng) + wait;
 		/* Resend from the NAKed PSN when the timer fires. */
 		qp->req_una_psn = psn;
 		eth_qp_timer_arm(qp->eng, qp);

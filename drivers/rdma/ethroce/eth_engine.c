@@ -532,11 +532,13 @@ static inline int tx_stage(struct droce_engine *eng, uint32_t nd)
  * ring for one ACK at a time (a 64 B WRITE client spent ~1 500 cycles on
  * each, mostly misses on the ring's lines); a poll now finds several.
  */
-int eth_engine_turn(struct droce_engine *eng, bool rx)
+static int engine_turn(struct droce_engine *eng, bool rx, uint64_t stamp)
 {
 	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
 	uint64_t now, t0 = stage_tsc(eng), t1, t2;
 	int n;
+
+	eng->turn_tsc = stamp;
 
 	/* While a transmit queue is backed up (found so by the last work or
 	 * transmit stage), receive more: what comes in (ACKs, and the frames
@@ -581,7 +583,10 @@ int eth_engine_turn(struct droce_engine *eng, bool rx)
 					       ETH_RX_BURSTS);
 			eng->last_rx_tsc = eng->last_iter_tsc;
 		}
-		now = eth_now();
+		/* The turn's stamp for its end too: it is short, and timers
+		 * and stall accounting work in microseconds. */
+		now = unlikely(eng->stage_cycles) ? eth_now() :
+						    eth_turn_tsc(eng);
 		if (unlikely(eng->stage_cycles)) {
 			eng->cyc_work += t1 - t0;
 			eng->cyc_tx += t2 - t1;
@@ -600,15 +605,21 @@ int eth_engine_turn(struct droce_engine *eng, bool rx)
 			eng->cyc_timers += eth_now() - t;
 	}
 	n += run_exec(eng);
+	eng->turn_tsc = 0;
 	eng->loops++;
 	if (n)
 		eng->busy_loops++;
 	return n;
 }
 
+int eth_engine_turn(struct droce_engine *eng, bool rx)
+{
+	return engine_turn(eng, rx, 0);
+}
+
 int eth_engine_iter(struct droce_engine *eng)
 {
-	return eth_engine_turn(eng, true);
+	return engine_turn(eng, true, 0);
 }
 
 /* A sleep of `us` microseconds (idle_us may be a second and more) */
@@ -727,14 +738,16 @@ static int eth_exec(struct droce_dev *dev, void (*fn)(void *), void *arg)
 static int app_turn(struct droce_dev *dev, bool rx)
 {
 	struct droce_engine *eng = dev->eng;
+	uint64_t stamp;
 	int n;
 
 	if (eng->lcore >= 0)
 		return 0;
-	eng->last_drive_tsc = eth_now();
+	stamp = eth_now();
+	eng->last_drive_tsc = stamp;
 	if (!rte_spinlock_trylock(&eng->app_lock))
 		return 0;
-	n = eth_engine_turn(eng, rx);
+	n = engine_turn(eng, rx, stamp);
 	rte_spinlock_unlock(&eng->app_lock);
 	return n;
 }

@@ -129,7 +129,13 @@ struct droce_engine {
 	uint32_t pace_nb;		/* QPs on the pacing wheel */
 	uint64_t tsc_hz;
 	uint64_t rx_tsc;			/* TSC at the current rx burst (0 if
-					 * tsc_hz is 0): one read per burst */
+					 * tsc_hz is 0): the turn's (eth_turn_tsc) */
+	/* The TSC of the turn in progress, 0 outside one or until first
+	 * asked for (eth_turn_tsc): an app-driven turn's is the stamp it
+	 * starts with (last_drive_tsc). A deadline or stamp set during a
+	 * turn takes it, not a TSC read of its own (~24 cycles each here,
+	 * up to five a ping-pong hop). */
+	uint64_t turn_tsc;
 	/* control */
 	volatile bool stop;
 	/* An lcore engine in its idle back-off sleeps on this word (a futex):
@@ -565,6 +571,14 @@ static inline void eth_rd_uncount(struct droce_qp *qp,
 static inline uint64_t eth_now(void)
 {
 	return rte_rdtsc();
+}
+
+/* The turn's time: read once a turn (see turn_tsc), or now outside one. */
+static inline uint64_t eth_turn_tsc(struct droce_engine *eng)
+{
+	if (eng->turn_tsc == 0)
+		eng->turn_tsc = eth_now();
+	return eng->turn_tsc;
 }
 
 /* eth_pace.c: per-QP packet pacing (ibv_modify_qp_rate_limit) */

@@ -404,18 +404,24 @@ static bool qp_resolve(struct droce_qp *qp)
 	return false;
 }
 
-static uint64_t ack_timeout_tsc(const struct droce_qp *qp)
+static uint64_t ack_timeout_tsc(struct droce_qp *qp)
 {
-	uint64_t ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
+	/* (converted once per timeout value: the double multiply and
+	 * divide were a tenth of a WRITE's build) */
+	if (unlikely(qp->req_timeout_for != qp->timeout + 1)) {
+		uint64_t ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
 
+		qp->req_timeout_tsc = (uint64_t)((double)ns *
+				      (double)qp->eng->tsc_hz / 1e9);
+		qp->req_timeout_for = (uint8_t)(qp->timeout + 1);
+	}
 	/* Back off while no ACK comes: 1x, 2x, then 4x the programmed
 	 * timeout until progress (ack_upto) resets req_retries. A peer
 	 * slower than the timeout (rxe under emulation answered a 64-packet
 	 * message after 11 timeouts' worth) is waited for over retry_cnt
 	 * retries without resending whole messages at it every period;
 	 * a dead peer is still found within 27 periods for retry_cnt 7. */
-	ns <<= RTE_MIN(qp->req_retries, 2u);
-	return (uint64_t)((double)ns * (double)qp->eng->tsc_hz / 1e9);
+	return qp->req_timeout_tsc << RTE_MIN(qp->req_retries, 2u);
 }
 
 static void start_ack_timer(struct droce_qp *qp, uint64_t now)
@@ -431,7 +437,7 @@ void eth_req_arm_timer(struct droce_qp *qp)
 	    qp->transport != ROCE_TRANSPORT_RC)
 		return;	/* timeout 0: wait for ever (IBTA 9.7.6.1.3); UC/UD: no ACKs */
 	qp->req_timer_deferred = false;
-	start_ack_timer(qp, eth_now());
+	start_ack_timer(qp, eth_turn_tsc(qp->eng));
 }
 
 static inline uint8_t pick_opcode(uint8_t op, bool first, bool last)

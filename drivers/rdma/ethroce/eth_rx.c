@@ -490,7 +490,7 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		memmove(dev->loopq, dev->loopq + k,
 			(dev->loopq_len - k) * sizeof(*b));
 		dev->loopq_len -= k;
-		eng->rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
+		eng->rx_tsc = eng->tsc_hz ? eth_turn_tsc(eng) : 0;
 		for (uint32_t i = 0; i < k; i++)
 			eth_rx_one(eng, dev, b[i]);
 		eth_rx_release(eng, b, k);
@@ -498,7 +498,7 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 	}
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
 	if (n)
-		eng->rx_tsc = eng->tsc_hz ? rte_rdtsc() : 0;
+		eng->rx_tsc = eng->tsc_hz ? eth_turn_tsc(eng) : 0;
 
 	if (unlikely(eng->prefetch)) {
 		rx_burst_ahead(eng, dev, n);
