@@ -702,6 +702,7 @@ static int eth_exec(struct droce_dev *dev, void (*fn)(void *), void *arg)
 	if (eng->lcore < 0 || !eng->launched) {
 		rte_spinlock_lock(&eng->app_lock);
 		fn(arg);
+		eng->turn_tsc = 0;	/* (a stamp it took is not the next one's) */
 		rte_spinlock_unlock(&eng->app_lock);
 		return 0;
 	}
