@@ -108,7 +108,12 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 		}
 	}
 	publish_sq_ci(qp);
-	eth_qp_activate(qp->eng, qp);
+	/* A visit only for a requester with WQEs still to send (held back
+	 * by the window, a fence, the READ limit, or rewound above): one
+	 * that has sent all that was posted is woken by its next doorbell.
+	 * A ping-pong's ACK otherwise bought an empty visit every hop. */
+	if (qp->req_cur != __atomic_load_n(&qp->sq_db, __ATOMIC_ACQUIRE))
+		eth_qp_activate(qp->eng, qp);
 }
 
 static void nak_fail(struct droce_qp *qp, uint32_t psn, uint8_t status)
