@@ -531,6 +531,8 @@ static inline int tx_stage(struct droce_engine *eng, uint32_t nd)
  * ACKs come one per peer burst: receiving in every turn read the peer's
  * ring for one ACK at a time (a 64 B WRITE client spent ~1 500 cycles on
  * each, mostly misses on the ring's lines); a poll now finds several.
+ * `stamp`: the TSC the caller read for this turn, or 0 (read when first
+ * needed: eth_turn_tsc).
  */
 static int engine_turn(struct droce_engine *eng, bool rx, uint64_t stamp)
 {
@@ -610,11 +612,6 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint64_t stamp)
 	if (n)
 		eng->busy_loops++;
 	return n;
-}
-
-int eth_engine_turn(struct droce_engine *eng, bool rx)
-{
-	return engine_turn(eng, rx, 0);
 }
 
 int eth_engine_iter(struct droce_engine *eng)

@@ -217,7 +217,6 @@ void eth_qp_timer_arm(struct droce_engine *eng, struct droce_qp *qp);
 void eth_qp_arp_wait(struct droce_engine *eng, struct droce_qp *qp);
 void eth_qp_arp_done(struct droce_engine *eng, struct droce_qp *qp);
 int eth_engine_iter(struct droce_engine *eng);
-int eth_engine_turn(struct droce_engine *eng, bool rx);
 int eth_engine_attach(struct droce_dev *dev);
 void eth_engine_detach(struct droce_dev *dev);
 

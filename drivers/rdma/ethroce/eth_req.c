@@ -407,7 +407,7 @@ static bool qp_resolve(struct droce_qp *qp)
 static uint64_t ack_timeout_tsc(struct droce_qp *qp)
 {
 	/* (converted once per timeout value: the double multiply and
-	 * divide were a tenth of a WRITE's build) */
+	 * divide cost ~50 instructions of every WRITE's build) */
 	if (unlikely(qp->req_timeout_for != qp->timeout + 1)) {
 		uint64_t ns = 4096ull << qp->timeout;	/* 4.096 us * 2^timeout */
 
