@@ -17,6 +17,10 @@
 
 #define PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
+/* READs/atomics outstanding when not given: ConnectX's limit, which keeps
+ * a QP's response queue inside the QP (the device allows up to 128) */
+#define CONSOLE_RD_ATOMIC 16
+
 static const struct {
 	int bit;
 	const char *name;
@@ -176,7 +180,7 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 				mask |= IBV_QP_PATH_MTU;
 			}
 			if (!(mask & IBV_QP_MAX_DEST_RD_ATOMIC) && !uc) {
-				a.max_dest_rd_atomic = DROCE_MAX_RD_ATOMIC;
+				a.max_dest_rd_atomic = CONSOLE_RD_ATOMIC;
 				mask |= IBV_QP_MAX_DEST_RD_ATOMIC;
 			}
 			if (!(mask & IBV_QP_MIN_RNR_TIMER) && !uc) {
@@ -197,7 +201,7 @@ static int qp_modify(int id, enum ibv_qp_state to, struct qp_mod *m)
 			if (!(mask & IBV_QP_RNR_RETRY))
 				a.rnr_retry = 7;
 			if (!(mask & IBV_QP_MAX_QP_RD_ATOMIC))
-				a.max_rd_atomic = DROCE_MAX_RD_ATOMIC;
+				a.max_rd_atomic = CONSOLE_RD_ATOMIC;
 			mask |= IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		}

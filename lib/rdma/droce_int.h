@@ -61,7 +61,7 @@ static inline void droce_trace_refresh(void)
 #define DROCE_MAX_CQE		(1 << 20)
 #define DROCE_MAX_SGE		16
 #define DROCE_MAX_INLINE	512
-#define DROCE_MAX_RD_ATOMIC	16
+#define DROCE_MAX_RD_ATOMIC	128
 #define DROCE_MAX_MSG		(1u << 31)
 /* Packet pacing (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT): the range
  * of rates in kbps and the longest burst a QP may be given, bytes. */
@@ -294,8 +294,31 @@ struct droce_read_job {
 	uint32_t msn;			/* MSN to report in the AETH */
 };
 
-/* Response queue: DROCE_MAX_RD_ATOMIC originals plus room for replays. */
-#define DROCE_READ_JOBS		32	/* power of two */
+/* A recent atomic's result, so a duplicate is answered, never executed
+ * twice (IBTA 9.7.5.3.3). */
+struct droce_atm_result {
+	uint32_t psn;
+	bool valid;
+	uint64_t orig;
+};
+
+/*
+ * Response queue: max_dest_rd_atomic originals plus as much room for
+ * replays, a power of two. Up to DROCE_READ_JOBS_INLINE jobs (and as many
+ * atomic results) live in the QP itself, enough for max_dest_rd_atomic
+ * 16 (ConnectX's limit, and what most programs ask for); a QP that asks
+ * for more (up to DROCE_MAX_RD_ATOMIC, rxe's 128) gets an array of its
+ * own when modify_qp sets it: 20 KiB at 128, which thousands of QPs
+ * should not pay for unasked.
+ */
+#define DROCE_READ_JOBS_INLINE	32
+
+static inline uint32_t droce_read_jobs_for(uint8_t max_dest_rd_atomic)
+{
+	uint32_t n = rte_align32pow2(2u * max_dest_rd_atomic);
+
+	return n > DROCE_READ_JOBS_INLINE ? n : DROCE_READ_JOBS_INLINE;
+}
 
 enum droce_qp_flags {
 	DROCE_QPF_ON_ACTIVE = 1u << 0,	/* linked on the engine's active list */
@@ -456,15 +479,15 @@ struct droce_qp {
 	uint64_t pace_now;		/* the TSC at the last hold ... */
 	uint64_t pace_tx_bytes;		/* ... and its device's tx_bytes then */
 	LIST_ENTRY(droce_qp) pace_link;	/* engine pacing wheel slot */
+	/* The response queue (rd_head, rd_tail index it under rd_mask) and
+	 * the results of recent atomics (max_dest_rd_atomic of them used):
+	 * the inline arrays below, or one allocation (droce_read_jobs_for) */
+	struct droce_read_job *rd_jobs;
+	struct droce_atm_result *atm_cache;
+	uint32_t rd_mask;
 	struct mlx5_wqe_data_seg resp_sge[DROCE_MAX_SGE];
-	struct droce_read_job rd_jobs[DROCE_READ_JOBS];
-	/* Results of recent atomics, so a duplicate is answered and never
-	 * executed twice (IBTA 9.7.5.3.3); max_dest_rd_atomic entries used. */
-	struct {
-		uint32_t psn;
-		bool valid;
-		uint64_t orig;
-	} atm_cache[DROCE_READ_JOBS];
+	struct droce_read_job rd_jobs_inline[DROCE_READ_JOBS_INLINE];
+	struct droce_atm_result atm_inline[DROCE_READ_JOBS_INLINE];
 
 	/* ---- the control path's ---- */
 	int path_mtu;			/* enum ibv_mtu */

@@ -152,6 +152,8 @@ static void sync_noop(void *arg)
 
 static void qp_free_mem(struct droce_qp *qp)
 {
+	if (qp->rd_jobs != qp->rd_jobs_inline)
+		rte_free(qp->rd_jobs);
 	rte_free(qp->sq_buf);
 	droce_wq_free(&qp->own_rq);
 	rte_free(qp->sq_wrid);
@@ -234,6 +236,9 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		return NULL;
 	}
 	qp->neigh_genp = &qp->neigh_gen;	/* no neighbour yet */
+	qp->rd_jobs = qp->rd_jobs_inline;
+	qp->atm_cache = qp->atm_inline;
+	qp->rd_mask = DROCE_READ_JOBS_INLINE - 1;
 	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
 	sge = RTE_MAX(a->cap.max_send_sge, 1u);
 	inl = a->cap.max_inline_data;
@@ -393,7 +398,29 @@ struct modify_job {
 	int mask;
 	enum ibv_qp_state old;
 	enum ibv_qp_state new;
+	/* a larger response queue (max_dest_rd_atomic), its size; the
+	 * one it replaces, to free once the engine let go of it */
+	struct droce_read_job *rd_jobs;
+	uint32_t rd_cnt;
+	struct droce_read_job *rd_old;
 };
+
+/* Move the responder's queue and atomic results into j's larger arrays.
+ * In SQD a queue may hold responses still owed: their free-running
+ * indices keep their order under the new mask. */
+static void grow_read_jobs(struct droce_qp *qp, struct modify_job *j)
+{
+	struct droce_read_job *nj = j->rd_jobs;
+	struct droce_atm_result *na = (struct droce_atm_result *)(nj + j->rd_cnt);
+
+	for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++)
+		nj[i & (j->rd_cnt - 1)] = qp->rd_jobs[i & qp->rd_mask];
+	memcpy(na, qp->atm_cache, sizeof(*na) * (qp->rd_mask + 1));
+	j->rd_old = qp->rd_jobs != qp->rd_jobs_inline ? qp->rd_jobs : NULL;
+	qp->rd_jobs = nj;
+	qp->atm_cache = na;
+	qp->rd_mask = j->rd_cnt - 1;
+}
 
 static void build_template(struct droce_qp *qp)
 {
@@ -469,6 +496,8 @@ static void modify_apply(void *arg)
 		qp->sq_psn = a->sq_psn & ROCE_PSN_MASK;
 	if (m & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (j->rd_jobs)
+		grow_read_jobs(qp, j);
 	if (m & IBV_QP_MAX_QP_RD_ATOMIC)
 		qp->max_rd_atomic = a->max_rd_atomic;
 	if (m & IBV_QP_MIN_RNR_TIMER)
@@ -642,7 +671,22 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		goto einval;
 	if ((mask & IBV_QP_RATE_LIMIT) && !rate_ok(attr->rate_limit))
 		goto einval;
+	/* Only grows: a queue in use stays where it is. */
+	j.rd_jobs = j.rd_old = NULL;
+	j.rd_cnt = (mask & IBV_QP_MAX_DEST_RD_ATOMIC) ?
+		   droce_read_jobs_for(attr->max_dest_rd_atomic) : 0;
+	if (j.rd_cnt > qp->rd_mask + 1) {
+		j.rd_jobs = rte_zmalloc_socket("droce_rd_jobs", j.rd_cnt *
+			(sizeof(struct droce_read_job) +
+			 sizeof(struct droce_atm_result)),
+			RTE_CACHE_LINE_SIZE, rte_eth_dev_socket_id(dev->port_id));
+		if (j.rd_jobs == NULL) {
+			pthread_mutex_unlock(&ibqp->mutex);
+			return ENOMEM;
+		}
+	}
 	droce_drv->exec(dev, modify_apply, &j);
+	rte_free(j.rd_old);
 	pthread_mutex_unlock(&ibqp->mutex);
 	return 0;
 einval:

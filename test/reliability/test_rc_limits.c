@@ -8,6 +8,12 @@
  *  - max_dest_rd_atomic is enforced: a requester allowed 8 against a
  *    responder that accepts 1 gets IBV_WC_REM_INV_REQ_ERR (NAK invalid
  *    request, IBTA 9.7.5.1.6) and its QP flushes.
+ *  - max_rd_atomic 128 (rxe's limit, droce's too): 128 READs and atomics
+ *    posted in one list are outstanding at once and all complete, with no
+ *    NAK; the responder's queue then lives in an array of its own.
+ *  - a responder whose READ responses are still queued (paced) grows its
+ *    queue in SQD (max_dest_rd_atomic 16 -> 64): the responses owed move
+ *    with it and arrive, none asked for twice.
  *  - a WQE the application scribbled on (unknown opcode in the ring)
  *    completes with IBV_WC_LOC_QP_OP_ERR; the engine reads nothing outside
  *    the slot and the QP goes to the error state.
@@ -33,7 +39,7 @@ static void conn_open(struct dt_rc_pair *c, uint8_t rd_a, uint8_t dest_rd_b)
 	qc.max_send_wr = 256;
 	dt_conn_cfg_default(&ca);
 	ca.access = DT_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC;
-	ca.timeout = 10;
+	ca.timeout = 14;	/* 67 ms: grow_in_sqd paces responses 2 ms apart */
 	cb = ca;
 	ca.max_rd_atomic = rd_a;
 	cb.max_dest_rd_atomic = dest_rd_b;
@@ -154,6 +160,145 @@ static void responder_enforces(uint8_t *abuf, struct ibv_mr *amr,
 	dt_rc_pair_close(&c);
 }
 
+static void deep_queue(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
+		       struct ibv_mr *bmr)
+{
+	enum { N = 128 };
+	struct dt_rc_pair c;
+	struct ibv_wc wc[N];
+	struct ibv_sge sge[N];
+	struct ibv_send_wr wr[N], *bad_wr;
+	struct droce_dev_stats a0, a1, b0, b1;
+
+	CHECK_OK(droce_dev_stats_get(A->ctx, &a0));
+	CHECK_OK(droce_dev_stats_get(B->ctx, &b0));
+	conn_open(&c, N, N);
+	/* 16 and fewer fit in the QP; 128 and a replay's room do not. */
+	CHECK_EQ(droce_qp_of(c.qb)->rd_mask, 2 * N - 1);
+	CHECK_EQ(droce_qp_of(c.qa)->rd_mask, 31);
+	memset(bbuf, 0, 8);
+	dt_fill_random(bbuf + 64, 64 * N);
+	memset(abuf, 0, 64 * (N + 1));
+	/* Every fourth a fetch-and-add on B's counter, the others READs of
+	 * 64 distinct bytes each: one list, one doorbell. */
+	for (int i = 0; i < N; i++) {
+		bool faa = i % 4 == 3;
+
+		sge[i] = (struct ibv_sge){ (uintptr_t)(abuf + 64 + 64 * i),
+					   faa ? 8 : 64, amr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = faa ? IBV_WR_ATOMIC_FETCH_AND_ADD :
+					IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < N ? &wr[i + 1] : NULL };
+		if (faa) {
+			wr[i].wr.atomic.remote_addr = (uintptr_t)bbuf;
+			wr[i].wr.atomic.compare_add = 1;
+			wr[i].wr.atomic.rkey = bmr->rkey;
+		} else {
+			wr[i].wr.rdma.remote_addr = (uintptr_t)(bbuf + 64 + 64 * i);
+			wr[i].wr.rdma.rkey = bmr->rkey;
+		}
+	}
+	CHECK_OK(ibv_post_send(c.qa, wr, &bad_wr));
+	CHECK_EQ(dt_wait_wc(&c.sa, wc, N, DT_WAIT_S, "128 READ/FAA outstanding"), N);
+	for (int i = 0, faa = 0; i < N; i++) {
+		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc[i].wr_id, (uint64_t)i);
+		CHECK_EQ(wc[i].opcode, i % 4 == 3 ? IBV_WC_FETCH_ADD : IBV_WC_RDMA_READ);
+		CHECK_EQ(wc[i].byte_len, i % 4 == 3 ? 8u : 64u);
+		if (i % 4 == 3) {
+			/* each saw the counter as the ones before left it */
+			CHECK_EQ(*(uint64_t *)(abuf + 64 + 64 * i), (uint64_t)faa);
+			faa++;
+		} else if (memcmp(abuf + 64 + 64 * i, bbuf + 64 + 64 * i, 64)) {
+			DT_FAIL_(1, "READ %d brought the wrong bytes", i);
+		}
+	}
+	CHECK_EQ(*(uint64_t *)bbuf, (uint64_t)N / 4);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &a1));
+	CHECK_OK(droce_dev_stats_get(B->ctx, &b1));
+	CHECK_EQ(b1.tx_nak_inv_req, b0.tx_nak_inv_req);
+	CHECK_EQ(a1.retransmits, a0.retransmits);
+	CHECK_EQ(b1.read_replays, b0.read_replays);
+	dt_rc_pair_close(&c);
+	printf("max_rd_atomic 128: %d READs and atomics outstanding at once, all complete, no NAK\n",
+	       N);
+}
+
+static void modify_b(struct ibv_qp *qp, enum ibv_qp_state st, int mask,
+		     uint8_t max_dest)
+{
+	struct ibv_qp_attr a = { .qp_state = st, .max_dest_rd_atomic = max_dest };
+
+	CHECK_OK(ibv_modify_qp(qp, &a, IBV_QP_STATE | mask));
+}
+
+static void grow_in_sqd(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
+			struct ibv_mr *bmr)
+{
+	enum { N = 16, LEN = 4096 };
+	struct dt_rc_pair c;
+	struct ibv_wc wc[N];
+	struct ibv_sge sge[N];
+	struct ibv_send_wr wr[N], *bad_wr;
+	struct droce_dev_stats a0, a1, b0, b1;
+	struct ibv_qp_rate_limit_attr rl = { .rate_limit = 16000 }; /* 2 MB/s */
+	struct droce_qp *qb;
+	uint32_t queued = 0;
+	double t0;
+
+	conn_open(&c, N, N);
+	qb = droce_qp_of(c.qb);
+	CHECK_EQ(qb->rd_mask, 31);
+	/* B's responses leave one 4 KiB frame every ~2 ms: most of the 16
+	 * stay queued for a while. */
+	CHECK_OK(ibv_modify_qp_rate_limit(c.qb, &rl));
+	dt_fill_random(bbuf, N * LEN);
+	memset(abuf, 0, N * LEN);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &a0));
+	CHECK_OK(droce_dev_stats_get(B->ctx, &b0));
+	for (int i = 0; i < N; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)(abuf + LEN * i), LEN, amr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = (uint64_t)i, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < N ? &wr[i + 1] : NULL };
+		wr[i].wr.rdma.remote_addr = (uintptr_t)(bbuf + LEN * i);
+		wr[i].wr.rdma.rkey = bmr->rkey;
+	}
+	CHECK_OK(ibv_post_send(c.qa, wr, &bad_wr));
+	t0 = dt_now();
+	while (dt_now() - t0 < DT_WAIT_S &&
+	       (queued = __atomic_load_n(&qb->rd_tail, __ATOMIC_ACQUIRE) -
+			 __atomic_load_n(&qb->rd_head, __ATOMIC_ACQUIRE)) < N / 2)
+		;
+	if (queued < N / 2)
+		DT_FAIL_(1, "the responder never held %d READs (%u)", N / 2, queued);
+	modify_b(c.qb, IBV_QPS_SQD, 0, 0);
+	modify_b(c.qb, IBV_QPS_SQD, IBV_QP_MAX_DEST_RD_ATOMIC, 64);
+	CHECK_EQ(qb->rd_mask, 127);
+	modify_b(c.qb, IBV_QPS_RTS, 0, 0);
+	CHECK_EQ(dt_wait_wc(&c.sa, wc, N, DT_WAIT_S, "READs across the growth"), N);
+	for (int i = 0; i < N; i++) {
+		CHECK_EQ(wc[i].status, IBV_WC_SUCCESS);
+		CHECK_EQ(wc[i].wr_id, (uint64_t)i);
+		CHECK_EQ(wc[i].byte_len, (uint32_t)LEN);
+	}
+	if (memcmp(abuf, bbuf, N * LEN))
+		DT_FAIL_(1, "READs across the queue's growth brought the wrong bytes");
+	CHECK_OK(droce_dev_stats_get(A->ctx, &a1));
+	CHECK_OK(droce_dev_stats_get(B->ctx, &b1));
+	/* Nothing was lost in the move: nothing asked for twice. */
+	CHECK_EQ(a1.retransmits, a0.retransmits);
+	CHECK_EQ(a1.timeouts, a0.timeouts);
+	CHECK_EQ(b1.read_replays, b0.read_replays);
+	dt_rc_pair_close(&c);
+	printf("grown in SQD with %u READ responses queued: all arrived, none asked twice\n",
+	       queued);
+}
+
 static void scribbled_wqe(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 			  struct ibv_mr *bmr)
 {
@@ -207,6 +352,8 @@ int main(void)
 	fence(abuf, amr, bbuf, bmr);
 	one_at_a_time(abuf, amr, bbuf, bmr);
 	responder_enforces(abuf, amr, bbuf, bmr);
+	deep_queue(abuf, amr, bbuf, bmr);
+	grow_in_sqd(abuf, amr, bbuf, bmr);
 	scribbled_wqe(abuf, amr, bbuf, bmr);
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));

@@ -1210,7 +1210,7 @@ void eth_qp_reset(struct droce_qp *qp)
 	qp->resp_recv_off = 0;
 	qp->resp_recv_err = false;
 	qp->rd_head = qp->rd_tail = qp->rd_replays = 0;
-	memset(qp->atm_cache, 0, sizeof(qp->atm_cache));
+	memset(qp->atm_cache, 0, sizeof(*qp->atm_cache) * (qp->rd_mask + 1));
 	qp->atm_next = 0;
 	qp->tmpl_ready = false;
 	/* IBTA 10.3.1: RESET empties both queues without completions. */

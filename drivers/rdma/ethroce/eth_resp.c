@@ -383,15 +383,15 @@ static bool rd_slot_for_new(struct droce_qp *qp, uint32_t limit)
 
 	if (queued - qp->rd_replays >= limit)
 		return false;
-	if (queued >= DROCE_READ_JOBS) {
+	if (queued > qp->rd_mask) {
 		uint32_t k = qp->rd_head;
 
 		for (uint32_t i = qp->rd_head; i != qp->rd_tail; i++) {
 			const struct droce_read_job *j =
-				&qp->rd_jobs[i & (DROCE_READ_JOBS - 1)];
+				&qp->rd_jobs[i & qp->rd_mask];
 
 			if (!j->replay)
-				qp->rd_jobs[k++ & (DROCE_READ_JOBS - 1)] = *j;
+				qp->rd_jobs[k++ & qp->rd_mask] = *j;
 		}
 		qp->rd_tail = k;
 		qp->rd_replays = 0;
@@ -405,7 +405,7 @@ static void queue_read(struct droce_qp *qp, const struct roce_pkt *p,
 		       uint8_t *src, uint64_t epoch, bool replay)
 {
 	struct droce_read_job *j =
-		&qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+		&qp->rd_jobs[qp->rd_tail & qp->rd_mask];
 
 	j->atomic = false;
 	j->replay = replay;
@@ -454,7 +454,7 @@ static bool do_read(struct droce_qp *qp, const struct roce_pkt *p)
 static void queue_atomic_ack(struct droce_qp *qp, uint32_t psn, uint64_t orig,
 			     bool replay)
 {
-	struct droce_read_job *j = &qp->rd_jobs[qp->rd_tail & (DROCE_READ_JOBS - 1)];
+	struct droce_read_job *j = &qp->rd_jobs[qp->rd_tail & qp->rd_mask];
 
 	j->atomic = true;
 	j->replay = replay;
@@ -521,7 +521,7 @@ void eth_resp_progress(struct droce_qp *qp, uint32_t *budget)
 
 	while (*budget && qp->rd_head != qp->rd_tail) {
 		struct droce_read_job *j =
-			&qp->rd_jobs[qp->rd_head & (DROCE_READ_JOBS - 1)];
+			&qp->rd_jobs[qp->rd_head & qp->rd_mask];
 		uint32_t seg = RTE_MIN(qp->mtu, j->len - j->sent);
 		bool first = j->sent == 0, last = j->sent + seg == j->len;
 
@@ -611,7 +611,7 @@ static void drop_responses_from(struct droce_qp *qp, uint32_t psn)
 {
 	while (qp->rd_tail != qp->rd_head) {
 		const struct droce_read_job *j =
-			&qp->rd_jobs[(qp->rd_tail - 1) & (DROCE_READ_JOBS - 1)];
+			&qp->rd_jobs[(qp->rd_tail - 1) & qp->rd_mask];
 
 		if (roce_psn_diff(j->psn_first, psn) < 0)
 			break;
@@ -736,10 +736,10 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			drop_responses_from(qp, p->psn);
 		if (op == ROCE_OP_CMP_SWAP || op == ROCE_OP_FETCH_ADD) {
 			/* Answer from the cache; never execute twice. */
-			for (uint32_t i = 0; i < DROCE_READ_JOBS; i++) {
+			for (uint32_t i = 0; i <= qp->rd_mask; i++) {
 				if (qp->atm_cache[i].valid &&
 				    qp->atm_cache[i].psn == p->psn &&
-				    qp->rd_tail - qp->rd_head < DROCE_READ_JOBS) {
+				    qp->rd_tail - qp->rd_head <= qp->rd_mask) {
 					qp->dev->st.atomic_replays++;
 					queue_atomic_ack(qp, p->psn,
 							 qp->atm_cache[i].orig, true);
@@ -752,7 +752,7 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			uint8_t *src = NULL;
 			uint64_t epoch = 0;
 
-			if (qp->rd_tail - qp->rd_head >= DROCE_READ_JOBS)
+			if (qp->rd_tail - qp->rd_head > qp->rd_mask)
 				return;
 			if (p->reth_len) {
 				src = rkey_ptr(qp, p->reth_rkey, p->reth_va,
