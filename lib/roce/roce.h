@@ -309,6 +309,24 @@ struct roce_ack4 {
 bool roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 		     struct roce_ack4 *a);
 
+/* An RC WRITE ONLY in its usual shape: untagged Ethernet, IPv4 with a
+ * 20-byte header, UDP, BTH, RETH, then payload, pad and ICRC. */
+#define ROCE_WRITE4_HLEN (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + \
+			  ROCE_BTH_LEN + ROCE_RETH_LEN)
+#define ROCE_WRITE4_OPCODE_OFF (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN)
+/*
+ * Is the frame an RC WRITE ONLY of that shape, its headers within the
+ * first contig bytes and nothing after its ICRC, that roce_parse_rx()
+ * accepts? Then true and *p as roce_parse_rx() fills it (every other
+ * field 0). The same checks at fixed offsets, for the request a WRITE
+ * stream's responder receives most (an 8 B write_lat hop, a 64 B
+ * write_bw message): false for anything else, which roce_parse_rx() then
+ * takes. test_roce_parse_diff: it accepts only what roce_parse_rx()
+ * accepts, with the same fields, and every frame of its shape.
+ */
+bool roce_parse_write4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		       struct roce_pkt *p);
+
 /*
  * The extended transport headers, big-endian at any alignment: written
  * here once, for roce_build_hdrs() and for frames built from a header

@@ -485,3 +485,53 @@ roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 	a->msn = rd24(b + ROCE_BTH_LEN + 1);
 	return true;
 }
+
+bool
+roce_parse_write4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		  struct roce_pkt *p)
+{
+	const uint8_t *ip = frame + ROCE_ETH_HLEN;
+	const uint8_t *udp = ip + ROCE_IPV4_HLEN;
+	const uint8_t *b = udp + ROCE_UDP_HLEN;
+	uint32_t ip_len, body;
+	uint8_t pad;
+
+	/* parse_fast's checks for this one shape: the datagram ends where
+	 * the frame does (74 bytes or more: past the Ethernet minimum, so
+	 * nothing after it is padding); IPv4, IHL 5, UDP, no fragment; UDP
+	 * length = the IP payload; the opcode, TVer 0; payload + pad a
+	 * multiple of 4 holding the pad; the header checksum last. */
+	if (contig < ROCE_WRITE4_HLEN || len < ROCE_WRITE4_HLEN + ROCE_ICRC_LEN ||
+	    rd16(frame + 12) != ROCE_ETHERTYPE_IPV4 || ip[0] != 0x45 ||
+	    ip[9] != ROCE_IPPROTO_UDP || (rd16(ip + 6) & ~0x4000u) != 0 ||
+	    rd16(udp + 2) != ROCE_UDP_DPORT ||
+	    b[0] != ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY) ||
+	    (b[1] & ROCE_BTH_TVER_MASK) != 0)
+		return false;
+	ip_len = rd16(ip + 2);
+	if (ROCE_ETH_HLEN + ip_len != len ||
+	    rd16(udp + 4) != ip_len - ROCE_IPV4_HLEN ||
+	    ipv4_cksum20(ip) != rd16(ip + 10))
+		return false;
+	body = len - ROCE_WRITE4_HLEN - ROCE_ICRC_LEN;	/* payload + pad */
+	pad = (uint8_t)((b[1] & ROCE_BTH_PAD_MASK) >> ROCE_BTH_PAD_SHIFT);
+	if (body % 4 != 0 || pad > body)
+		return false;
+	pkt_zero(p);
+	memcpy(p->src_mac, frame + 6, 6);
+	memcpy(p->src_ip, ip + 12, 4);
+	memcpy(p->dst_ip, ip + 16, 4);
+	p->opcode = b[0];
+	p->se = (b[1] & ROCE_BTH_SE) != 0;
+	p->pkey = rd16(b + 2);
+	p->dest_qp = rd32(b + 4) & ROCE_QPN_MASK;
+	p->psn = rd32(b + 8) & ROCE_PSN_MASK;
+	p->reth_va = rd64(b + ROCE_BTH_LEN);
+	p->reth_rkey = rd32(b + ROCE_BTH_LEN + 8);
+	p->reth_len = rd32(b + ROCE_BTH_LEN + 12);
+	p->l3_off = ROCE_ETH_HLEN;
+	p->payload_off = ROCE_WRITE4_HLEN;
+	p->payload_len = body - pad;
+	p->frame_len = len;
+	return true;
+}

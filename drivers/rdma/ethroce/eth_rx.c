@@ -7,6 +7,9 @@
  * the exception: the responder or completer checks its ICRC as it copies
  * the payload into place (eth_resp_place_late, eth_comp_place_late), one
  * pass over the bytes instead of two.
+ * The two commonest frames take shorter parses with the same checks: an
+ * RC ACK (rx_ack4: the whole walk in short) and an RC WRITE ONLY
+ * (roce_parse_write4, then the usual walk).
  * Whatever fails a check is dropped and counted; nothing here trusts a byte
  * of the frame before roce_parse_rx has bounded it.
  */
@@ -169,6 +172,12 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 
 	if (m->data_len == ROCE_ACK4_LEN && rx_ack4(eng, dev, m, frame))
 		return;
+	/* The common request, parsed at fixed offsets (the same checks). */
+	if (m->data_len > ROCE_WRITE4_OPCODE_OFF &&
+	    frame[ROCE_WRITE4_OPCODE_OFF] ==
+	    ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY) &&
+	    roce_parse_write4(frame, m->data_len, m->pkt_len, &p))
+		goto parsed;
 
 	if (m->data_len >= ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
 		const struct rte_ether_hdr *eh = (const void *)frame;
@@ -210,6 +219,7 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 		dev->st.rx_malformed++;
 		return;
 	}
+parsed:
 	if (unlikely((p.ipv6 ? memcmp(p.dst_ip, dev->gid[0].raw, 16) :
 			       memcmp(p.dst_ip, &dev->args.ip, 4)) != 0 ||
 		     (p.has_vlan ? p.vlan_tci & 0xfff : 0) !=
