@@ -309,23 +309,32 @@ struct roce_ack4 {
 bool roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 		     struct roce_ack4 *a);
 
-/* An RC WRITE ONLY in its usual shape: untagged Ethernet, IPv4 with a
- * 20-byte header, UDP, BTH, RETH, then payload, pad and ICRC. */
-#define ROCE_WRITE4_HLEN (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + \
-			  ROCE_BTH_LEN + ROCE_RETH_LEN)
-#define ROCE_WRITE4_OPCODE_OFF (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN)
+/* A one-packet RC message in its usual shape: untagged Ethernet, IPv4
+ * with a 20-byte header, UDP, BTH, the opcode's headers, then payload, pad
+ * and ICRC. The opcodes: SEND ONLY, WRITE ONLY, READ request and READ
+ * response ONLY (what the two ends of a SEND, WRITE or READ stream
+ * receive most; ACKs: roce_parse_ack4). */
+#define ROCE_ONLY4_BTH_END (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + \
+			    ROCE_BTH_LEN)
+#define ROCE_ONLY4_OPCODE_OFF (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN)
+#define ROCE_ONLY4_OPCODES (1u << ROCE_OP_SEND_ONLY | 1u << ROCE_OP_WRITE_ONLY | \
+			    1u << ROCE_OP_READ_REQ | 1u << ROCE_OP_READ_RESP_ONLY)
+static inline bool roce_only4_opcode(uint8_t opcode)
+{
+	/* (RC opcodes are 0x00-0x1f) */
+	return opcode < 32 && (ROCE_ONLY4_OPCODES >> opcode & 1);
+}
 /*
- * Is the frame an RC WRITE ONLY of that shape, its headers within the
- * first contig bytes and nothing after its ICRC, that roce_parse_rx()
- * accepts? Then true and *p as roce_parse_rx() fills it (every other
- * field 0). The same checks at fixed offsets, for the request a WRITE
- * stream's responder receives most (an 8 B write_lat hop, a 64 B
- * write_bw message): false for anything else, which roce_parse_rx() then
- * takes. test_roce_parse_diff: it accepts only what roce_parse_rx()
- * accepts, with the same fields, and every frame of its shape.
+ * Is the frame one of those, in that shape, its headers within the first
+ * contig bytes and nothing after its ICRC, that roce_parse_rx() accepts?
+ * Then true and *p as roce_parse_rx() fills it (every other field 0).
+ * The same checks at fixed offsets: false for anything else, which
+ * roce_parse_rx() then takes. test_roce_parse_diff: it accepts only what
+ * roce_parse_rx() accepts, with the same fields, and every frame of its
+ * shape.
  */
-bool roce_parse_write4(const uint8_t *frame, uint32_t contig, uint32_t len,
-		       struct roce_pkt *p);
+bool roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		      struct roce_pkt *p);
 
 /*
  * The extended transport headers, big-endian at any alignment: written

@@ -487,35 +487,56 @@ roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 }
 
 bool
-roce_parse_write4(const uint8_t *frame, uint32_t contig, uint32_t len,
-		  struct roce_pkt *p)
+roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		 struct roce_pkt *p)
 {
 	const uint8_t *ip = frame + ROCE_ETH_HLEN;
 	const uint8_t *udp = ip + ROCE_IPV4_HLEN;
 	const uint8_t *b = udp + ROCE_UDP_HLEN;
-	uint32_t ip_len, body;
+	uint32_t ip_len, body, hlen;
+	bool payload = true;
 	uint8_t pad;
 
-	/* parse_fast's checks for this one shape: the datagram ends where
-	 * the frame does (74 bytes or more: past the Ethernet minimum, so
+	if (contig < ROCE_ONLY4_BTH_END)
+		return false;
+	switch (b[0]) {
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY):
+		hlen = 0;
+		break;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY):
+		hlen = ROCE_RETH_LEN;
+		break;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ):
+		hlen = ROCE_RETH_LEN;
+		payload = false;
+		break;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_RESP_ONLY):
+		hlen = ROCE_AETH_LEN;
+		break;
+	default:
+		return false;
+	}
+	/* parse_fast's checks for these shapes: the datagram ends where the
+	 * frame does (62 bytes or more: past the Ethernet minimum, so
 	 * nothing after it is padding); IPv4, IHL 5, UDP, no fragment; UDP
-	 * length = the IP payload; the opcode, TVer 0; payload + pad a
-	 * multiple of 4 holding the pad; the header checksum last. */
-	if (contig < ROCE_WRITE4_HLEN || len < ROCE_WRITE4_HLEN + ROCE_ICRC_LEN ||
+	 * length = the IP payload; TVer 0; payload + pad a multiple of 4
+	 * holding the pad (none for a READ request); the header checksum
+	 * last. */
+	if (contig < ROCE_ONLY4_BTH_END + hlen ||
+	    len < ROCE_ONLY4_BTH_END + hlen + ROCE_ICRC_LEN ||
 	    rd16(frame + 12) != ROCE_ETHERTYPE_IPV4 || ip[0] != 0x45 ||
 	    ip[9] != ROCE_IPPROTO_UDP || (rd16(ip + 6) & ~0x4000u) != 0 ||
-	    rd16(udp + 2) != ROCE_UDP_DPORT ||
-	    b[0] != ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY) ||
-	    (b[1] & ROCE_BTH_TVER_MASK) != 0)
+	    rd16(udp + 2) != ROCE_UDP_DPORT || (b[1] & ROCE_BTH_TVER_MASK) != 0)
 		return false;
 	ip_len = rd16(ip + 2);
 	if (ROCE_ETH_HLEN + ip_len != len ||
-	    rd16(udp + 4) != ip_len - ROCE_IPV4_HLEN ||
-	    ipv4_cksum20(ip) != rd16(ip + 10))
+	    rd16(udp + 4) != ip_len - ROCE_IPV4_HLEN)
 		return false;
-	body = len - ROCE_WRITE4_HLEN - ROCE_ICRC_LEN;	/* payload + pad */
+	body = len - ROCE_ONLY4_BTH_END - hlen - ROCE_ICRC_LEN; /* payload + pad */
 	pad = (uint8_t)((b[1] & ROCE_BTH_PAD_MASK) >> ROCE_BTH_PAD_SHIFT);
-	if (body % 4 != 0 || pad > body)
+	if (payload ? body % 4 != 0 || pad > body : body != 0 || pad != 0)
+		return false;
+	if (ipv4_cksum20(ip) != rd16(ip + 10))
 		return false;
 	pkt_zero(p);
 	memcpy(p->src_mac, frame + 6, 6);
@@ -526,11 +547,17 @@ roce_parse_write4(const uint8_t *frame, uint32_t contig, uint32_t len,
 	p->pkey = rd16(b + 2);
 	p->dest_qp = rd32(b + 4) & ROCE_QPN_MASK;
 	p->psn = rd32(b + 8) & ROCE_PSN_MASK;
-	p->reth_va = rd64(b + ROCE_BTH_LEN);
-	p->reth_rkey = rd32(b + ROCE_BTH_LEN + 8);
-	p->reth_len = rd32(b + ROCE_BTH_LEN + 12);
+	b += ROCE_BTH_LEN;
+	if (hlen == ROCE_RETH_LEN) {
+		p->reth_va = rd64(b);
+		p->reth_rkey = rd32(b + 8);
+		p->reth_len = rd32(b + 12);
+	} else if (hlen == ROCE_AETH_LEN) {
+		p->aeth_syndrome = b[0];
+		p->aeth_msn = rd24(b + 1);
+	}
 	p->l3_off = ROCE_ETH_HLEN;
-	p->payload_off = ROCE_WRITE4_HLEN;
+	p->payload_off = (uint16_t)(ROCE_ONLY4_BTH_END + hlen);
 	p->payload_len = body - pad;
 	p->frame_len = len;
 	return true;

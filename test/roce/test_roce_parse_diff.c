@@ -11,9 +11,10 @@
  * the frame to the full parser). And roce_parse_ack4(): it accepts a frame
  * only if the reference does, with the same fields, and every untagged
  * IPv4 RC ACK of ROCE_ACK4_LEN bytes the reference accepts. And
- * roce_parse_write4(): likewise for untagged IPv4 RC WRITE ONLY frames
- * whose datagram ends with the frame, its output compared with
- * roce_parse_rx()'s byte for byte (0xa5 garbage to start with).
+ * roce_parse_only4(): likewise for untagged IPv4 RC SEND ONLY, WRITE
+ * ONLY, READ request and READ response ONLY frames whose datagram ends
+ * with the frame, its output compared with roce_parse_rx()'s byte for
+ * byte (0xa5 garbage to start with).
  *
  * Inputs:
  *   - every file of the directories given as arguments ("-o <dir>": the
@@ -97,34 +98,34 @@ check_ack4(const uint8_t *f, uint32_t contig, uint32_t len, const char *what,
 	}
 }
 
-static uint64_t write4_accepted;
+static uint64_t only4_accepted;
 
 static void
-check_write4(const uint8_t *f, uint32_t contig, uint32_t len, const char *what,
+check_only4(const uint8_t *f, uint32_t contig, uint32_t len, const char *what,
 	     int ra, const struct roce_pkt *a, const struct roce_pkt *rx)
 {
 	struct roce_pkt w;
 	bool rw, shape;
 
 	memset(&w, 0xa5, sizeof(w));
-	rw = roce_parse_write4(f, contig, len, &w);
+	rw = roce_parse_only4(f, contig, len, &w);
 	shape = ra == ROCE_OK && !a->has_vlan && !a->ipv6 &&
-		a->opcode == ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY) &&
-		a->frame_len == len && contig >= ROCE_WRITE4_HLEN &&
+		roce_only4_opcode(a->opcode) &&
+		a->frame_len == len && contig >= a->payload_off &&
 		a->l3_off == ROCE_ETH_HLEN &&
 		a->l4_off == ROCE_ETH_HLEN + ROCE_IPV4_HLEN;
 	if (rw != shape) {
 		if (++failures <= 30)
-			printf("FAIL %s (contig %u len %u): roce_parse_write4 %d, reference %d (shape %d)\n",
+			printf("FAIL %s (contig %u len %u): roce_parse_only4 %d, reference %d (shape %d)\n",
 			       what, contig, len, rw, ra, shape);
 		return;
 	}
 	if (!rw)
 		return;
-	write4_accepted++;
+	only4_accepted++;
 	/* (roce_parse_rx's fast path took it: every other field 0) */
 	if (memcmp(&w, rx, sizeof(w)) != 0 && ++failures <= 30)
-		printf("FAIL %s (contig %u len %u): roce_parse_write4 differs from roce_parse_rx (field %s)\n",
+		printf("FAIL %s (contig %u len %u): roce_parse_only4 differs from roce_parse_rx (field %s)\n",
 		       what, contig, len, first_diff(&w, rx) ? first_diff(&w, rx) : "padding");
 }
 
@@ -157,7 +158,7 @@ compare(const uint8_t *f, uint32_t contig, uint32_t len, const char *what)
 		return;
 	}
 	check_ack4(f, contig, len, what, ra, &a);
-	check_write4(f, contig, len, what, ra, &a, &c);
+	check_only4(f, contig, len, what, ra, &a, &c);
 	if (ra != ROCE_OK)
 		return;
 	accepted++;
@@ -423,10 +424,10 @@ main(int argc, char **argv)
 	       pcap_records, compared);
 	run_built();
 	printf("%" PRIu64 " inputs compared, %" PRIu64 " accepted by both, "
-	       "%" PRIu64 " by roce_parse_ack4, %" PRIu64 " by roce_parse_write4\n",
-	       compared, accepted, ack4_accepted, write4_accepted);
+	       "%" PRIu64 " by roce_parse_ack4, %" PRIu64 " by roce_parse_only4\n",
+	       compared, accepted, ack4_accepted, only4_accepted);
 	if (accepted == 0 || compared < 1000000 || ack4_accepted < 1000 ||
-	    write4_accepted < 1000) {
+	    only4_accepted < 1000) {
 		printf("FAIL: too little compared\n");
 		failures++;
 	}

@@ -7,9 +7,9 @@
  * the exception: the responder or completer checks its ICRC as it copies
  * the payload into place (eth_resp_place_late, eth_comp_place_late), one
  * pass over the bytes instead of two.
- * The two commonest frames take shorter parses with the same checks: an
- * RC ACK (rx_ack4: the whole walk in short) and an RC WRITE ONLY
- * (roce_parse_write4, then the usual walk).
+ * The commonest frames take shorter parses with the same checks: an RC
+ * ACK (rx_ack4: the whole walk in short) and one-packet RC SENDs, WRITEs,
+ * READ requests and responses (roce_parse_only4, then the usual walk).
  * Whatever fails a check is dropped and counted; nothing here trusts a byte
  * of the frame before roce_parse_rx has bounded it.
  */
@@ -172,11 +172,11 @@ void eth_rx_one(struct droce_engine *eng, struct droce_dev *dev,
 
 	if (m->data_len == ROCE_ACK4_LEN && rx_ack4(eng, dev, m, frame))
 		return;
-	/* The common request, parsed at fixed offsets (the same checks). */
-	if (m->data_len > ROCE_WRITE4_OPCODE_OFF &&
-	    frame[ROCE_WRITE4_OPCODE_OFF] ==
-	    ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY) &&
-	    roce_parse_write4(frame, m->data_len, m->pkt_len, &p))
+	/* The common one-packet messages, parsed at fixed offsets (the same
+	 * checks). */
+	if (m->data_len > ROCE_ONLY4_OPCODE_OFF &&
+	    roce_only4_opcode(frame[ROCE_ONLY4_OPCODE_OFF]) &&
+	    roce_parse_only4(frame, m->data_len, m->pkt_len, &p))
 		goto parsed;
 
 	if (m->data_len >= ROCE_ETH_HLEN + ROCE_VLAN_HLEN) {
