@@ -517,8 +517,9 @@ roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
 		return false;
 	}
 	/* parse_fast's checks for these shapes: the datagram ends where the
-	 * frame does (62 bytes or more: past the Ethernet minimum, so
-	 * nothing after it is padding); IPv4, IHL 5, UDP, no fragment; UDP
+	 * frame does (a SEND ONLY without payload, 58 bytes, padded to the
+	 * Ethernet minimum goes the general way, which takes it); IPv4,
+	 * IHL 5, UDP, no fragment; UDP
 	 * length = the IP payload; TVer 0; payload + pad a multiple of 4
 	 * holding the pad (none for a READ request); the header checksum
 	 * last. */
