@@ -185,10 +185,14 @@ if pair read_bw-mr read_bw --mr_per_qp -q 3 -s 256 -n 1000 --check -y 0.000001; 
 		fail "read_bw-mr: the client's 3 QPs do not show 3 RKeys"
 fi
 # --latency_gap: the client waits 100 us before each round trip, and its
-# figures leave the waits out
+# figures leave the waits out: a median that held them would be 100 us or
+# more. The bound is the gap's, not a latency's: a memif pair's first
+# ~20 ms run slowly on this VM (the raw droce-ceiling ping too: median
+# 59 us over 600 round trips, 1.6 us over 5000), so these 500 round trips
+# take ~29 us each with or without gaps (40.9 in one ASan run).
 if pair write_lat-gap write_lat -s 8 -n 500 --latency_gap 100; then
 	awk -v w="$(kv "$CLI" wall_ms)" -v m="$(kv "$CLI" t_median)" \
-	    'BEGIN { exit !(w >= 50 && m > 0 && m < 40) }' ||
+	    'BEGIN { exit !(w >= 50 && m > 0 && m < 80) }' ||
 		fail "write_lat-gap: client wall_ms=$(kv "$CLI" wall_ms) t_median=$(kv "$CLI" t_median)"
 fi
 # -e: each end sleeps on its CQs' channels when a turn finds no
