@@ -683,15 +683,115 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 			   p->imm, p->deth_src_qp, p->se);
 }
 
+/*
+ * The common request taken straight: an RC WRITE ONLY carrying data, at
+ * the expected PSN, with no message in progress, whose R_Key grants it.
+ * It makes the checks of the general way below (eth_resp_rx, do_write)
+ * that such a frame meets, and leaves the QP as that way would; false,
+ * with nothing changed, sends every other frame (a duplicate, a gap, a
+ * zero-length WRITE, one that draws a NAK) the general way. (An ONLY's
+ * ICRC is never left for the copy: eth_resp_place_late.)
+ */
+static inline bool write_only_straight(struct droce_qp *qp,
+				       const struct roce_pkt *p,
+				       const struct rte_mbuf *m)
+{
+	uint32_t len = p->payload_len;
+	uint64_t epoch;
+	uint8_t *dst;
+
+	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
+	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
+	    qp->resp_in_send || qp->resp_in_write || len > qp->mtu ||
+	    len == 0 || p->reth_len != len ||
+	    !(qp->access & IBV_ACCESS_REMOTE_WRITE))
+		return false;
+	dst = rkey_ptr(qp, p->reth_rkey, p->reth_va, len,
+		       IBV_ACCESS_REMOTE_WRITE, &epoch);
+	if (unlikely(dst == NULL))
+		return false;
+	qp->flags &= ~DROCE_QPF_NAK_SENT;
+	qp->resp_write_epoch = epoch;
+	qp->resp_write_key = p->reth_rkey;
+	qp->resp_write_len = len;
+	qp->resp_write_left = 0;
+	qp->resp_write_ptr = dst + len;
+	if (unlikely(eth_mbuf_copy(m, p->payload_off, dst, len))) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, 0);
+		return true;
+	}
+	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	qp->resp_epsn = roce_psn_add(p->psn, 1);
+	owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
+	return true;
+}
+
+/* The same for an RC SEND ONLY (with or without immediate): do_send's
+ * way for a message of one packet; false, with nothing changed, when it
+ * may not be taken straight or finds no receive (the general way then
+ * answers with an RNR NAK). */
+static inline bool send_only_straight(struct droce_qp *qp,
+				      const struct roce_pkt *p,
+				      const struct rte_mbuf *m, bool imm)
+{
+	uint32_t len = p->payload_len;
+	int ret;
+
+	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
+	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
+	    qp->resp_in_send || qp->resp_in_write || len > qp->mtu ||
+	    !claim_recv(qp))
+		return false;
+	qp->flags &= ~DROCE_QPF_NAK_SENT;
+	qp->resp_recv_off = 0;
+	ret = eth_sge_scatter(qp, recv_pd(qp), qp->resp_sge, qp->resp_nsge, 0,
+			      m, NULL, p->payload_off, len, NULL);
+	if (unlikely(ret == ETH_SGE_LEN)) {
+		resp_fail(qp, p->psn, ROCE_NAK_INVALID_REQ, IBV_WC_LOC_LEN_ERR);
+		return true;
+	}
+	if (unlikely(ret)) {
+		resp_fail(qp, p->psn, ROCE_NAK_REMOTE_OP, IBV_WC_LOC_PROT_ERR);
+		return true;
+	}
+	qp->resp_recv_off = len;
+	recv_complete(qp, IBV_WC_RECV, IBV_WC_SUCCESS, len, imm, p->imm,
+		      p->se);
+	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	qp->resp_epsn = roce_psn_add(p->psn, 1);
+	owe_ack(qp, ROCE_AETH_ACK | ROCE_AETH_CREDIT_INVALID, p->psn);
+	return true;
+}
+
 /* (eth_resp_place_late predicts the checks here and in do_write/do_send
  * for MIDDLE and LAST frames: a check added before their copy must be
- * added there too, or a damaged frame could draw an answer.) */
+ * added there too, or a damaged frame could draw an answer.
+ * write_only_straight and send_only_straight repeat the ones their
+ * frames meet.) */
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m, bool icrc_late)
 {
-	uint8_t op = p->opcode & 0x1f;
-	uint32_t flags = roce_opcode_info(p->opcode)->flags;
+	uint8_t op;
+	uint32_t flags;
 	int32_t d;
+
+	if (!icrc_late) {
+		switch (p->opcode) {
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY):
+			if (write_only_straight(qp, p, m))
+				return;
+			break;
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY):
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY_IMM):
+			if (send_only_straight(qp, p, m, p->opcode ==
+					       ROCE_OPCODE(ROCE_TRANSPORT_RC,
+							   ROCE_OP_SEND_ONLY_IMM)))
+				return;
+			break;
+		}
+	}
+	op = p->opcode & 0x1f;
+	flags = roce_opcode_info(p->opcode)->flags;
 
 	/* Requests are taken from RTR on (IBTA 10.3.1); not in error. */
 	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
