@@ -239,6 +239,47 @@ bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 	       st->rcvd + 1 == st->npkts;
 }
 
+/*
+ * The common response taken straight: the READ RESPONSE ONLY of the
+ * oldest outstanding WQE, a READ of one packet, with everything before it
+ * retired and acknowledged (so the implied acknowledgement rx_read_resp
+ * starts with retires nothing). rx_read_resp's checks for such a frame,
+ * its scatter, its completion; false, with nothing changed, for anything
+ * else, a scatter that fails among it (rx_read_resp then fails the WQE).
+ */
+static inline bool read_only_straight(struct droce_qp *qp,
+				      const struct roce_pkt *p,
+				      const struct rte_mbuf *m)
+{
+	struct droce_swqe_state *st;
+	const struct mlx5_wqe_data_seg *sge;
+	const struct mlx5_wqe_ctrl_seg *c;
+	uint32_t nsge;
+
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm ||
+	    (int32_t)(qp->req_acked - qp->req_cur) > 0 ||
+	    qp->req_una_psn != p->psn)
+		return false;
+	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done || st->rcvd != 0 ||
+	    st->npkts != 1 || st->psn_first != p->psn ||
+	    p->payload_len != st->length)
+		return false;
+	c = (const void *)droce_sq_slot(qp, qp->req_acked);
+	nsge = (be32toh(c->qpn_ds) & 0x3f);
+	nsge = nsge > 2 ? nsge - 2 : 0;
+	sge = (const void *)((const uint8_t *)c + 2 * DROCE_SEG);
+	if (nsge * DROCE_SEG + 2 * DROCE_SEG > qp->sq_stride ||
+	    unlikely(eth_sge_scatter(qp, qp->pd, sge, nsge, 0, m, NULL,
+				     p->payload_off, p->payload_len, NULL)))
+		return false;
+	st->rcvd = 1;
+	st->done = 1;
+	eth_rd_uncount(qp, st);
+	ack_upto(qp, p->psn);
+	return true;
+}
+
 /* (eth_comp_place_late predicts the checks here for MIDDLE and LAST
  * responses: a check added before the scatter must be added there too.) */
 static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
@@ -372,10 +413,13 @@ void eth_comp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 	case ROCE_OP_ACK:
 		rx_ack(qp, p->aeth_syndrome, p->psn);
 		break;
+	case ROCE_OP_READ_RESP_ONLY:
+		if (!icrc_late && read_only_straight(qp, p, m))
+			break;
+		/* fall through */
 	case ROCE_OP_READ_RESP_FIRST:
 	case ROCE_OP_READ_RESP_MIDDLE:
 	case ROCE_OP_READ_RESP_LAST:
-	case ROCE_OP_READ_RESP_ONLY:
 		rx_read_resp(qp, p, m, op, icrc_late);
 		break;
 	case ROCE_OP_ATOMIC_ACK:

@@ -416,7 +416,7 @@ static void queue_read(struct droce_qp *qp, const struct roce_pkt *p,
 	j->sent = 0;
 	j->psn = p->psn;
 	j->psn_first = p->psn;
-	j->npkts = read_npkts(qp, p->reth_len);
+	j->npkts = p->reth_len <= qp->mtu ? 1 : read_npkts(qp, p->reth_len);
 	j->msn = qp->resp_msn;
 	qp->rd_tail++;
 	eth_qp_activate(qp->eng, qp);
@@ -763,11 +763,41 @@ static inline bool send_only_straight(struct droce_qp *qp,
 	return true;
 }
 
+/* The same for an RC READ request of one response packet (do_read's
+ * way): false, with nothing changed, for anything else, an R_Key that
+ * does not grant it, or a queue of owed responses that is full (the
+ * general way NAKs) or holds replays to drop first. */
+static inline bool read_one_straight(struct droce_qp *qp,
+				     const struct roce_pkt *p)
+{
+	uint32_t len = p->reth_len, queued = qp->rd_tail - qp->rd_head;
+	uint32_t limit = RTE_MAX(qp->max_dest_rd_atomic, (uint8_t)1);
+	uint64_t epoch;
+	uint8_t *src;
+
+	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
+	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
+	    qp->resp_in_send || qp->resp_in_write || p->payload_len != 0 ||
+	    len == 0 || len > qp->mtu ||
+	    !(qp->access & IBV_ACCESS_REMOTE_READ) ||
+	    queued - qp->rd_replays >= limit || queued > qp->rd_mask)
+		return false;
+	src = rkey_ptr(qp, p->reth_rkey, p->reth_va, len,
+		       IBV_ACCESS_REMOTE_READ, &epoch);
+	if (unlikely(src == NULL))
+		return false;
+	qp->flags &= ~DROCE_QPF_NAK_SENT;
+	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
+	queue_read(qp, p, src, epoch, false);
+	qp->resp_epsn = roce_psn_add(p->psn, 1);
+	return true;
+}
+
 /* (eth_resp_place_late predicts the checks here and in do_write/do_send
  * for MIDDLE and LAST frames: a check added before their copy must be
  * added there too, or a damaged frame could draw an answer.
- * write_only_straight and send_only_straight repeat the ones their
- * frames meet.) */
+ * write_only_straight, send_only_straight and read_one_straight repeat
+ * the ones their frames meet.) */
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 		 const struct rte_mbuf *m, bool icrc_late)
 {
@@ -786,6 +816,10 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			if (send_only_straight(qp, p, m, p->opcode ==
 					       ROCE_OPCODE(ROCE_TRANSPORT_RC,
 							   ROCE_OP_SEND_ONLY_IMM)))
+				return;
+			break;
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ):
+			if (read_one_straight(qp, p))
 				return;
 			break;
 		}
