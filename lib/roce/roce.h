@@ -336,6 +336,35 @@ static inline bool roce_only4_opcode(uint8_t opcode)
 bool roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
 		      struct roce_pkt *p);
 
+/* A copy of up to 64 bytes (a small payload into a frame) in a few
+ * overlapping 16-, 8- or 4-byte moves, without a call; longer ones are
+ * memcpy's. dst and src do not overlap. */
+static inline void roce_copy_small(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+	if (n >= 16) {
+		if (n > 64) {
+			memcpy(dst, src, n);
+			return;
+		}
+		if (n > 32) {
+			__builtin_memcpy(dst + 16, src + 16, 16);
+			__builtin_memcpy(dst + n - 32, src + n - 32, 16);
+		}
+		__builtin_memcpy(dst, src, 16);
+		__builtin_memcpy(dst + n - 16, src + n - 16, 16);
+	} else if (n >= 8) {
+		__builtin_memcpy(dst, src, 8);
+		__builtin_memcpy(dst + n - 8, src + n - 8, 8);
+	} else if (n >= 4) {
+		__builtin_memcpy(dst, src, 4);
+		__builtin_memcpy(dst + n - 4, src + n - 4, 4);
+	} else if (n) {
+		dst[0] = src[0];
+		dst[n / 2] = src[n / 2];
+		dst[n - 1] = src[n - 1];
+	}
+}
+
 /*
  * The extended transport headers, big-endian at any alignment: written
  * here once, for roce_build_hdrs() and for frames built from a header

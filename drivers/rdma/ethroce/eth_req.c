@@ -648,7 +648,20 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 			crc = roce_crc32_copy(crc, ext + ext_len,
 					      v->inl_data + off, seg);
 		else
-			memcpy(ext + ext_len, v->inl_data + off, seg);
+			roce_copy_small(ext + ext_len, v->inl_data + off, seg);
+	} else if (!fused && v->nsge == 1 && seg) {
+		/* One SGE holds the whole message (off + seg <= its length):
+		 * eth_sge_gather's one step, inline. */
+		const uint8_t *src = droce_mr_translate(qp->dev, qp->pd,
+				be32toh(v->sge[0].lkey),
+				be64toh(v->sge[0].addr) + off, seg, 0);
+
+		if (unlikely(src == NULL)) {
+			rte_pktmbuf_free(m);
+			fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
+			return false;
+		}
+		roce_copy_small(ext + ext_len, src, seg);
 	} else if (unlikely(eth_sge_gather(qp, v->sge, v->nsge, off,
 					   ext + ext_len, seg,
 					   fused ? &crc : NULL))) {
