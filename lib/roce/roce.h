@@ -311,14 +311,20 @@ bool roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 
 /* A one-packet RC message in its usual shape: untagged Ethernet, IPv4
  * with a 20-byte header, UDP, BTH, the opcode's headers, then payload, pad
- * and ICRC. The opcodes: SEND ONLY, WRITE ONLY, READ request and READ
- * response ONLY (what the two ends of a SEND, WRITE or READ stream
- * receive most; ACKs: roce_parse_ack4). */
+ * and ICRC. The opcodes: SEND ONLY and WRITE ONLY (with immediate or
+ * not), READ request and READ response ONLY, the atomics and their
+ * ATOMIC ACKNOWLEDGE (what the two ends of a SEND, WRITE, READ or atomic
+ * stream receive most; ACKs: roce_parse_ack4). */
 #define ROCE_ONLY4_BTH_END (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN + \
 			    ROCE_BTH_LEN)
 #define ROCE_ONLY4_OPCODE_OFF (ROCE_ETH_HLEN + ROCE_IPV4_HLEN + ROCE_UDP_HLEN)
-#define ROCE_ONLY4_OPCODES (1u << ROCE_OP_SEND_ONLY | 1u << ROCE_OP_WRITE_ONLY | \
-			    1u << ROCE_OP_READ_REQ | 1u << ROCE_OP_READ_RESP_ONLY)
+#define ROCE_ONLY4_OPCODES (1u << ROCE_OP_SEND_ONLY | \
+			    1u << ROCE_OP_SEND_ONLY_IMM | \
+			    1u << ROCE_OP_WRITE_ONLY | \
+			    1u << ROCE_OP_WRITE_ONLY_IMM | \
+			    1u << ROCE_OP_READ_REQ | 1u << ROCE_OP_READ_RESP_ONLY | \
+			    1u << ROCE_OP_CMP_SWAP | 1u << ROCE_OP_FETCH_ADD | \
+			    1u << ROCE_OP_ATOMIC_ACK)
 static inline bool roce_only4_opcode(uint8_t opcode)
 {
 	/* (RC opcodes are 0x00-0x1f) */

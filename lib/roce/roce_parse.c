@@ -486,43 +486,26 @@ roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 	return true;
 }
 
-bool
-roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
-		 struct roce_pkt *p)
+/*
+ * roce_parse_only4 for an opcode whose extended headers are hlen bytes
+ * (payload: may it carry one): parse_fast's checks for these shapes, the
+ * BTH and where the payload lies. The datagram ends where the frame does
+ * (a SEND ONLY without payload, 58 bytes, padded to the Ethernet minimum
+ * goes the general way, which takes it); IPv4, IHL 5, UDP, no fragment;
+ * UDP length = the IP payload; TVer 0; payload + pad a multiple of 4
+ * holding the pad (none where there is no payload); the header checksum
+ * last.
+ */
+static inline __attribute__((always_inline)) bool
+only4_checked(const uint8_t *frame, uint32_t contig, uint32_t len,
+	      struct roce_pkt *p, uint32_t hlen, bool payload)
 {
 	const uint8_t *ip = frame + ROCE_ETH_HLEN;
 	const uint8_t *udp = ip + ROCE_IPV4_HLEN;
 	const uint8_t *b = udp + ROCE_UDP_HLEN;
-	uint32_t ip_len, body, hlen;
-	bool payload = true;
+	uint32_t ip_len, body;
 	uint8_t pad;
 
-	if (contig < ROCE_ONLY4_BTH_END)
-		return false;
-	switch (b[0]) {
-	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY):
-		hlen = 0;
-		break;
-	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY):
-		hlen = ROCE_RETH_LEN;
-		break;
-	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ):
-		hlen = ROCE_RETH_LEN;
-		payload = false;
-		break;
-	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_RESP_ONLY):
-		hlen = ROCE_AETH_LEN;
-		break;
-	default:
-		return false;
-	}
-	/* parse_fast's checks for these shapes: the datagram ends where the
-	 * frame does (a SEND ONLY without payload, 58 bytes, padded to the
-	 * Ethernet minimum goes the general way, which takes it); IPv4,
-	 * IHL 5, UDP, no fragment; UDP
-	 * length = the IP payload; TVer 0; payload + pad a multiple of 4
-	 * holding the pad (none for a READ request); the header checksum
-	 * last. */
 	if (contig < ROCE_ONLY4_BTH_END + hlen ||
 	    len < ROCE_ONLY4_BTH_END + hlen + ROCE_ICRC_LEN ||
 	    rd16(frame + 12) != ROCE_ETHERTYPE_IPV4 || ip[0] != 0x45 ||
@@ -548,18 +531,89 @@ roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
 	p->pkey = rd16(b + 2);
 	p->dest_qp = rd32(b + 4) & ROCE_QPN_MASK;
 	p->psn = rd32(b + 8) & ROCE_PSN_MASK;
-	b += ROCE_BTH_LEN;
-	if (hlen == ROCE_RETH_LEN) {
-		p->reth_va = rd64(b);
-		p->reth_rkey = rd32(b + 8);
-		p->reth_len = rd32(b + 12);
-	} else if (hlen == ROCE_AETH_LEN) {
-		p->aeth_syndrome = b[0];
-		p->aeth_msn = rd24(b + 1);
-	}
 	p->l3_off = ROCE_ETH_HLEN;
 	p->payload_off = (uint16_t)(ROCE_ONLY4_BTH_END + hlen);
 	p->payload_len = body - pad;
 	p->frame_len = len;
 	return true;
+}
+
+/* roce_parse_only4's rarer opcodes (the caller looked at contig): a SEND
+ * or WRITE ONLY with immediate, an atomic, an ATOMIC ACKNOWLEDGE. Their
+ * extended headers in IBTA order, as parse_bth_ext. */
+static __attribute__((noinline)) bool
+only4_rare(const uint8_t *frame, uint32_t contig, uint32_t len,
+	   struct roce_pkt *p)
+{
+	const uint8_t *b = frame + ROCE_ONLY4_BTH_END;
+
+	switch (frame[ROCE_ONLY4_OPCODE_OFF]) {
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY_IMM):
+		if (!only4_checked(frame, contig, len, p, ROCE_IMMDT_LEN, true))
+			return false;
+		memcpy(&p->imm, b, sizeof(p->imm));	/* stays big-endian */
+		return true;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY_IMM):
+		if (!only4_checked(frame, contig, len, p,
+				   ROCE_RETH_LEN + ROCE_IMMDT_LEN, true))
+			return false;
+		p->reth_va = rd64(b);
+		p->reth_rkey = rd32(b + 8);
+		p->reth_len = rd32(b + 12);
+		memcpy(&p->imm, b + ROCE_RETH_LEN, sizeof(p->imm));
+		return true;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_CMP_SWAP):
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_FETCH_ADD):
+		if (!only4_checked(frame, contig, len, p, ROCE_ATMETH_LEN,
+				   false))
+			return false;
+		p->atm_va = rd64(b);
+		p->atm_rkey = rd32(b + 8);
+		p->atm_swap_add = rd64(b + 12);
+		p->atm_compare = rd64(b + 20);
+		return true;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ATOMIC_ACK):
+		if (!only4_checked(frame, contig, len, p,
+				   ROCE_AETH_LEN + ROCE_ATMACK_LEN, false))
+			return false;
+		p->aeth_syndrome = b[0];
+		p->aeth_msn = rd24(b + 1);
+		p->atmack_orig = rd64(b + ROCE_AETH_LEN);
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool
+roce_parse_only4(const uint8_t *frame, uint32_t contig, uint32_t len,
+		 struct roce_pkt *p)
+{
+	const uint8_t *b = frame + ROCE_ONLY4_BTH_END;
+
+	if (contig < ROCE_ONLY4_BTH_END)
+		return false;
+	switch (frame[ROCE_ONLY4_OPCODE_OFF]) {
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_SEND_ONLY):
+		return only4_checked(frame, contig, len, p, 0, true);
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_WRITE_ONLY):
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_REQ):
+		if (!only4_checked(frame, contig, len, p, ROCE_RETH_LEN,
+				   frame[ROCE_ONLY4_OPCODE_OFF] ==
+				   ROCE_OPCODE(ROCE_TRANSPORT_RC,
+					       ROCE_OP_WRITE_ONLY)))
+			return false;
+		p->reth_va = rd64(b);
+		p->reth_rkey = rd32(b + 8);
+		p->reth_len = rd32(b + 12);
+		return true;
+	case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_READ_RESP_ONLY):
+		if (!only4_checked(frame, contig, len, p, ROCE_AETH_LEN, true))
+			return false;
+		p->aeth_syndrome = b[0];
+		p->aeth_msn = rd24(b + 1);
+		return true;
+	default:
+		return only4_rare(frame, contig, len, p);
+	}
 }

@@ -11,10 +11,11 @@
  * the frame to the full parser). And roce_parse_ack4(): it accepts a frame
  * only if the reference does, with the same fields, and every untagged
  * IPv4 RC ACK of ROCE_ACK4_LEN bytes the reference accepts. And
- * roce_parse_only4(): likewise for untagged IPv4 RC SEND ONLY, WRITE
- * ONLY, READ request and READ response ONLY frames whose datagram ends
- * with the frame, its output compared with roce_parse_rx()'s byte for
- * byte (0xa5 garbage to start with).
+ * roce_parse_only4(): likewise for untagged IPv4 RC SEND ONLY and WRITE
+ * ONLY (with immediate or not), READ request, READ response ONLY, atomic
+ * and ATOMIC ACKNOWLEDGE frames whose datagram ends with the frame, its
+ * output compared with roce_parse_rx()'s byte for byte (0xa5 garbage to
+ * start with).
  *
  * Inputs:
  *   - every file of the directories given as arguments ("-o <dir>": the
