@@ -373,7 +373,15 @@ static void rx_atomic_ack(struct droce_qp *qp, const struct roce_pkt *p)
 	const struct mlx5_wqe_data_seg *sge;
 	uint8_t *dst;
 
-	ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
+	/* Everything before it is implicitly acknowledged; when it answers
+	 * the oldest WQE, with all before retired and acknowledged, that
+	 * retires nothing and is skipped (as read_only_straight). */
+	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
+	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm ||
+	    (int32_t)(qp->req_acked - qp->req_cur) > 0 ||
+	    qp->req_una_psn != p->psn || st->psn_first != p->psn ||
+	    !op_is_atomic(st->opcode) || st->done)
+		ack_upto(qp, roce_psn_add(p->psn, ROCE_PSN_MASK));
 	if (qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm)
 		return;
 	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];

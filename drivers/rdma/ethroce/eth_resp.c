@@ -504,9 +504,13 @@ static bool do_atomic(struct droce_qp *qp, const struct roce_pkt *p, uint8_t op)
 	} else {
 		orig = __atomic_fetch_add(t, p->atm_swap_add, __ATOMIC_SEQ_CST);
 	}
-	qp->atm_cache[qp->atm_next % limit].psn = p->psn;
-	qp->atm_cache[qp->atm_next % limit].orig = orig;
-	qp->atm_cache[qp->atm_next % limit].valid = true;
+	/* The last `limit` results, for duplicates (no division: atm_next
+	 * wraps by hand; a limit lowered since restarts the ring). */
+	if (qp->atm_next >= limit)
+		qp->atm_next = 0;
+	qp->atm_cache[qp->atm_next].psn = p->psn;
+	qp->atm_cache[qp->atm_next].orig = orig;
+	qp->atm_cache[qp->atm_next].valid = true;
 	qp->atm_next++;
 	qp->resp_msn = roce_psn_add(qp->resp_msn, 1);
 	queue_atomic_ack(qp, p->psn, orig, false);
@@ -822,6 +826,20 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			if (read_one_straight(qp, p))
 				return;
 			break;
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_CMP_SWAP):
+		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_FETCH_ADD):
+			/* In sequence, no message in progress: the general
+			 * way's checks before do_atomic all pass. */
+			if (qp->state < IBV_QPS_RTR ||
+			    qp->state == IBV_QPS_ERR ||
+			    (qp->flags & DROCE_QPF_RESP_DEAD) ||
+			    p->psn != qp->resp_epsn || qp->resp_in_send ||
+			    qp->resp_in_write || p->payload_len != 0)
+				break;
+			qp->flags &= ~DROCE_QPF_NAK_SENT;
+			if (do_atomic(qp, p, p->opcode & 0x1f))
+				qp->resp_epsn = roce_psn_add(p->psn, 1);
+			return;
 		}
 	}
 	op = p->opcode & 0x1f;
