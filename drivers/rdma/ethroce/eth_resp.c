@@ -688,6 +688,20 @@ static void resp_rx_ud(struct droce_qp *qp, const struct roce_pkt *p,
 }
 
 /*
+ * May an RC request be taken straight (below)? The QP takes requests (RTR
+ * on, not in error, IBTA 10.3.1), the frame is the PSN expected and no
+ * message is in progress: the general way's checks up to the opcode's own
+ * would all pass, and it would only clear NAK_SENT on the way.
+ */
+static inline bool straight_ok(const struct droce_qp *qp,
+			       const struct roce_pkt *p)
+{
+	return qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR &&
+	       !(qp->flags & DROCE_QPF_RESP_DEAD) && p->psn == qp->resp_epsn &&
+	       !qp->resp_in_send && !qp->resp_in_write;
+}
+
+/*
  * The common request taken straight: an RC WRITE ONLY carrying data, at
  * the expected PSN, with no message in progress, whose R_Key grants it.
  * It makes the checks of the general way below (eth_resp_rx, do_write)
@@ -704,10 +718,8 @@ static inline bool write_only_straight(struct droce_qp *qp,
 	uint64_t epoch;
 	uint8_t *dst;
 
-	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
-	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
-	    qp->resp_in_send || qp->resp_in_write || len > qp->mtu ||
-	    len == 0 || p->reth_len != len ||
+	if (!straight_ok(qp, p) || len > qp->mtu || len == 0 ||
+	    p->reth_len != len ||
 	    !(qp->access & IBV_ACCESS_REMOTE_WRITE))
 		return false;
 	dst = rkey_ptr(qp, p->reth_rkey, p->reth_va, len,
@@ -741,10 +753,7 @@ static inline bool send_only_straight(struct droce_qp *qp,
 	uint32_t len = p->payload_len;
 	int ret;
 
-	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
-	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
-	    qp->resp_in_send || qp->resp_in_write || len > qp->mtu ||
-	    !claim_recv(qp))
+	if (!straight_ok(qp, p) || len > qp->mtu || !claim_recv(qp))
 		return false;
 	qp->flags &= ~DROCE_QPF_NAK_SENT;
 	qp->resp_recv_off = 0;
@@ -779,10 +788,8 @@ static inline bool read_one_straight(struct droce_qp *qp,
 	uint64_t epoch;
 	uint8_t *src;
 
-	if (qp->state < IBV_QPS_RTR || qp->state == IBV_QPS_ERR ||
-	    (qp->flags & DROCE_QPF_RESP_DEAD) || p->psn != qp->resp_epsn ||
-	    qp->resp_in_send || qp->resp_in_write || p->payload_len != 0 ||
-	    len == 0 || len > qp->mtu ||
+	if (!straight_ok(qp, p) || p->payload_len != 0 || len == 0 ||
+	    len > qp->mtu ||
 	    !(qp->access & IBV_ACCESS_REMOTE_READ) ||
 	    queued - qp->rd_replays >= limit || queued > qp->rd_mask)
 		return false;
@@ -828,13 +835,8 @@ void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,
 			break;
 		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_CMP_SWAP):
 		case ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_FETCH_ADD):
-			/* In sequence, no message in progress: the general
-			 * way's checks before do_atomic all pass. */
-			if (qp->state < IBV_QPS_RTR ||
-			    qp->state == IBV_QPS_ERR ||
-			    (qp->flags & DROCE_QPF_RESP_DEAD) ||
-			    p->psn != qp->resp_epsn || qp->resp_in_send ||
-			    qp->resp_in_write || p->payload_len != 0)
+			/* (do_atomic makes the rest of the checks) */
+			if (!straight_ok(qp, p) || p->payload_len != 0)
 				break;
 			qp->flags &= ~DROCE_QPF_NAK_SENT;
 			if (do_atomic(qp, p, p->opcode & 0x1f))
