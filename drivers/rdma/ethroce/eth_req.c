@@ -917,6 +917,116 @@ static void run_local(struct droce_qp *qp, const struct wqe_view *v,
 		eth_qp_send_error(qp);
 }
 
+/*
+ * The common message taken straight: an RC or UC WRITE or SEND, with or
+ * without immediate, unfenced, whose payload (one SGE or inline, 1 byte to
+ * the path MTU, short of the fused copy's threshold and of zc_min) makes
+ * one packet. Its WQE is read where it lies, not decoded into a view,
+ * and it goes out as send_img_packet() would send it, with the same start
+ * of its slot's state: 1. Anything else (or an SGE that does not
+ * translate, or a slot the general way would fail) returns 0 before
+ * changing anything, and the general way takes the WQE and fails it with
+ * the right status; -1: no mbuf, the QP stops for this turn as there.
+ */
+static inline __attribute__((always_inline)) int
+send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
+{
+	const uint8_t *w = droce_sq_slot(qp, idx);
+	const struct mlx5_wqe_ctrl_seg *c = (const void *)w;
+	uint32_t ds = be32toh(c->qpn_ds) & 0x3f, used, len;
+	uint8_t op = (uint8_t)(be32toh(c->opmod_idx_opcode) & 0xff);
+	uint8_t flags = c->fm_ce_se, rop, se;
+	const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
+	const uint8_t *src;
+	uint32_t psn = qp->req_psn, ext_len;
+	struct rte_mbuf *m;
+	uint8_t *ext;
+
+	switch (op) {
+	case MLX5_OPCODE_RDMA_WRITE:
+		rop = ROCE_OP_WRITE_ONLY;
+		ext_len = ROCE_RETH_LEN;
+		used = 2;
+		break;
+	case MLX5_OPCODE_RDMA_WRITE_IMM:
+		rop = ROCE_OP_WRITE_ONLY_IMM;
+		ext_len = ROCE_RETH_LEN + ROCE_IMMDT_LEN;
+		used = 2;
+		break;
+	case MLX5_OPCODE_SEND:
+		rop = ROCE_OP_SEND_ONLY;
+		ext_len = 0;
+		used = 1;
+		break;
+	case MLX5_OPCODE_SEND_IMM:
+		rop = ROCE_OP_SEND_ONLY_IMM;
+		ext_len = ROCE_IMMDT_LEN;
+		used = 1;
+		break;
+	default:
+		return 0;
+	}
+	if ((flags & DROCE_WQE_FENCE) || qp->transport == ROCE_TRANSPORT_UD ||
+	    ds < used || ds * DROCE_SEG > qp->sq_stride)
+		return 0;
+	if (c->signature & DROCE_WQE_INLINE) {
+		const struct mlx5_wqe_inl_data_seg *in =
+			(const void *)(w + DROCE_SEG * used);
+
+		len = be32toh(in->byte_count) & ~MLX5_INLINE_SEG;
+		if (len == 0 || len > qp->mtu || len >= ETH_CRC_COPY_MIN ||
+		    len > qp->sq_stride - DROCE_SEG * used - sizeof(*in))
+			return 0;
+		src = (const uint8_t *)(in + 1);
+	} else {
+		const struct mlx5_wqe_data_seg *d =
+			(const void *)(w + DROCE_SEG * used);
+
+		if (ds != used + 1)
+			return 0;
+		len = be32toh(d->byte_count);
+		if (len == 0 || len > qp->mtu || len >= ETH_CRC_COPY_MIN ||
+		    (qp->dev->zc_min && len >= qp->dev->zc_min))
+			return 0;
+		src = droce_mr_translate(qp->dev, qp->pd, be32toh(d->lkey),
+					 be64toh(d->addr), len, 0);
+		if (src == NULL)
+			return 0;
+	}
+	/* Solicited event: SENDs and WRITE with immediate only. */
+	se = (flags & DROCE_WQE_SOLICITED) && op != MLX5_OPCODE_RDMA_WRITE ?
+	     ROCE_BTH_SE : 0;
+	m = eth_img_build(qp, ROCE_OPCODE(qp->transport, rop), se,
+			  (qp->transport == ROCE_TRANSPORT_RC ?
+			   ROCE_BTH_ACKREQ : 0) | psn, ext_len, len, &ext);
+	if (unlikely(m == NULL))
+		return -1;
+	if (used == 2)
+		roce_put_reth(ext, be64toh(r->raddr), be32toh(r->rkey), len);
+	if (op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM)
+		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &c->imm,
+		       ROCE_IMMDT_LEN);	/* already big-endian */
+	roce_copy_small(ext + ext_len, src, len);
+	eth_img_send(qp, m, ext_len, NULL);
+	st->rd_counted = 0;
+	st->opcode = op;
+	st->flags = flags;
+	st->length = len;
+	st->status = IBV_WC_SUCCESS;
+	st->done = 0;
+	st->rcvd = 0;
+	st->psn_first = psn;
+	st->npkts = 1;
+	st->psn_last = psn;
+	if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
+		qp->req_hwm = idx + 1;
+	qp->req_psn = roce_psn_add(psn, 1);
+	qp->req_cur = idx + 1;
+	if (qp->transport == ROCE_TRANSPORT_UC)
+		complete_sent(qp, idx, IBV_WC_SUCCESS);
+	return 1;
+}
+
 void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 {
 	uint32_t pi;
@@ -954,8 +1064,17 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 		}
 		if (unlikely(paced) && eth_pace_hold(qp))
 			break;		/* on the pacing wheel until its time */
-		if (idx == v_idx && qp->req_off != 0)
-			goto decoded;	/* the next packet of the same message */
+		if (qp->req_off != 0) {
+			if (idx == v_idx)
+				goto decoded;	/* the same message's next packet */
+		} else {
+			int r = send_straight(qp, idx, st);
+
+			if (r > 0)
+				goto sent;
+			if (r < 0)
+				break;
+		}
 		v_idx = idx;
 		if (unlikely(wqe_decode(qp, idx, &v))) {
 			st->opcode = 0;
@@ -1013,6 +1132,7 @@ decoded:
 		/* (one call site: send_one stays inlined) */
 		if (!send_one(qp, &v, st))
 			break;
+sent:
 		if (unlikely(paced))
 			eth_pace_charge(qp);
 		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)
