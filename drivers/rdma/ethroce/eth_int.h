@@ -269,6 +269,13 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 			       uint32_t payload_len, uint8_t **ext);
 uint32_t eth_img_hdrs_crc(const struct droce_qp *qp, const struct rte_mbuf *m,
 			  uint32_t ext_len);
+/* A short packet whole (len below ETH_CRC_COPY_MIN): built, its ext_len
+ * bytes of extended headers and len of payload copied from ext and
+ * payload, the ICRC, queued; false if mbufs ran out. eth_img_build() and
+ * eth_img_send() in one call, with no frame pointer handed back between. */
+bool eth_img_short(struct droce_qp *qp, uint8_t opcode, uint8_t bth1,
+		   uint32_t bth_psn, const uint8_t *ext, uint32_t ext_len,
+		   const uint8_t *payload, uint32_t len);
 void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 		  const uint32_t *crc);
 int eth_tx_flush(struct droce_dev *dev);

@@ -939,8 +939,7 @@ send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
 	const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
 	const uint8_t *src;
 	uint32_t psn = qp->req_psn, ext_len;
-	struct rte_mbuf *m;
-	uint8_t *ext;
+	uint8_t ext[ROCE_RETH_LEN + ROCE_IMMDT_LEN];
 
 	switch (op) {
 	case MLX5_OPCODE_RDMA_WRITE:
@@ -996,18 +995,16 @@ send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
 	/* Solicited event: SENDs and WRITE with immediate only. */
 	se = (flags & DROCE_WQE_SOLICITED) && op != MLX5_OPCODE_RDMA_WRITE ?
 	     ROCE_BTH_SE : 0;
-	m = eth_img_build(qp, ROCE_OPCODE(qp->transport, rop), se,
-			  (qp->transport == ROCE_TRANSPORT_RC ?
-			   ROCE_BTH_ACKREQ : 0) | psn, ext_len, len, &ext);
-	if (unlikely(m == NULL))
-		return -1;
 	if (used == 2)
 		roce_put_reth(ext, be64toh(r->raddr), be32toh(r->rkey), len);
 	if (op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM)
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &c->imm,
 		       ROCE_IMMDT_LEN);	/* already big-endian */
-	roce_copy_small(ext + ext_len, src, len);
-	eth_img_send(qp, m, ext_len, NULL);
+	if (unlikely(!eth_img_short(qp, ROCE_OPCODE(qp->transport, rop), se,
+				    (qp->transport == ROCE_TRANSPORT_RC ?
+				     ROCE_BTH_ACKREQ : 0) | psn,
+				    ext, ext_len, src, len)))
+		return -1;
 	st->rd_counted = 0;
 	st->opcode = op;
 	st->flags = flags;

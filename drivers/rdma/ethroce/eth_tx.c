@@ -11,6 +11,20 @@
 
 #include "eth_int.h"
 
+/* A finished frame onto the device's transmit queue (eth_tx_enqueue()). */
+static inline void tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
+{
+	if (unlikely(dev->txq_len >= dev->txq_cap)) {
+		/* Only reachable if back-pressure was ignored: count it. */
+		dev->st.tx_dropped++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	dev->txq[dev->txq_len++] = m;
+	dev->st.tx_pkts++;
+	dev->st.tx_bytes += m->pkt_len;
+}
+
 /* One mbuf for a frame, from the device's stash, refilled in bulk (one
  * mempool call, one lcore lookup, per DROCE_MSTASH frames). A short pool
  * falls back to one at a time. */
@@ -244,9 +258,9 @@ static inline void img_ready(struct droce_qp *qp)
 	}
 }
 
-struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
-			       uint8_t bth1, uint32_t bth_psn, uint32_t ext_len,
-			       uint32_t payload_len, uint8_t **ext)
+static inline __attribute__((always_inline)) struct rte_mbuf *
+img_build(struct droce_qp *qp, uint8_t opcode, uint8_t bth1, uint32_t bth_psn,
+	  uint32_t ext_len, uint32_t payload_len, uint8_t **ext)
 {
 	struct droce_dev *dev = qp->dev;
 	struct rte_mbuf *m = eth_mbuf_alloc(dev);
@@ -273,6 +287,13 @@ struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
 	m->pkt_len = len;
 	*ext = buf + qp->img.bth_off + ROCE_BTH_LEN;
 	return m;
+}
+
+struct rte_mbuf *eth_img_build(struct droce_qp *qp, uint8_t opcode,
+			       uint8_t bth1, uint32_t bth_psn, uint32_t ext_len,
+			       uint32_t payload_len, uint8_t **ext)
+{
+	return img_build(qp, opcode, bth1, bth_psn, ext_len, payload_len, ext);
 }
 
 /* For a path with no full struct roce_pkt to trace from: parse the frame
@@ -308,11 +329,12 @@ static inline void img_enqueue(struct droce_qp *qp, struct rte_mbuf *m)
 	if (unlikely(qp->img_loop))
 		loop_enqueue(qp->dev, m);
 	else
-		eth_tx_enqueue(qp->dev, m);
+		tx_enqueue(qp->dev, m);
 }
 
-void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
-		  const uint32_t *crc)
+static inline __attribute__((always_inline)) void
+img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
+	 const uint32_t *crc)
 {
 	const struct roce_hdr_image *img = &qp->img;
 	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
@@ -333,17 +355,31 @@ void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
 	img_enqueue(qp, m);
 }
 
+void eth_img_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t ext_len,
+		  const uint32_t *crc)
+{
+	img_send(qp, m, ext_len, crc);
+}
+
+bool eth_img_short(struct droce_qp *qp, uint8_t opcode, uint8_t bth1,
+		   uint32_t bth_psn, const uint8_t *ext, uint32_t ext_len,
+		   const uint8_t *payload, uint32_t len)
+{
+	uint8_t *e;
+	struct rte_mbuf *m = img_build(qp, opcode, bth1, bth_psn, ext_len,
+				       len, &e);
+
+	if (unlikely(m == NULL))
+		return false;
+	roce_copy_small(e, ext, ext_len);
+	roce_copy_small(e + ext_len, payload, len);
+	img_send(qp, m, ext_len, NULL);
+	return true;
+}
+
 void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
 {
-	if (unlikely(dev->txq_len >= dev->txq_cap)) {
-		/* Only reachable if back-pressure was ignored: count it. */
-		dev->st.tx_dropped++;
-		rte_pktmbuf_free(m);
-		return;
-	}
-	dev->txq[dev->txq_len++] = m;
-	dev->st.tx_pkts++;
-	dev->st.tx_bytes += m->pkt_len;
+	tx_enqueue(dev, m);
 }
 
 int eth_tx_flush(struct droce_dev *dev)
