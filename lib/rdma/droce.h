@@ -54,7 +54,9 @@ extern "C" {
  *   post_drive=N   lcore=app: a post that brings the WQEs posted since the
  *                  last such turn to N runs one engine iteration itself,
  *                  so packets leave while the application is still posting
- *                  a window (default 16; 0: only polls drive the engine).
+ *                  a window (default 32; 0: only polls drive the engine);
+ *                  so does a post whose last WQE is signalled when the
+ *                  one signalled before it was N or more posts earlier.
  *                  Such a turn sends; what arrives waits for a poll (or
  *                  20 us); a post refused for a full queue runs a whole
  *                  iteration

@@ -397,6 +397,7 @@ struct droce_qp {
 	uint32_t sq_ci_seen;		/* sq_ci as last read (under sq_lock) */
 	uint32_t sq_pi_start;		/* ibv_wr_start() position, for abort */
 	uint32_t sq_pi_driven;		/* sq_pi_app when a post last turned the engine */
+	uint32_t sq_pi_signaled;	/* ... and after the last signalled WQE */
 	int wr_err;			/* first error inside a wr_start batch */
 	uint8_t *wr_cur;		/* WQE being built by ibv_wr_* (data not set) */
 	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */

@@ -146,7 +146,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	a->max_mtu = 1024;
 	a->idle_us = 200;
 	a->nb_mbuf = 8191;
-	a->post_drive = 16;
+	a->post_drive = 32;
 	a->arp_timeout_ms = 1000;
 	if (str == NULL || *str == '\0')
 		return -EINVAL;	/* ip is required */

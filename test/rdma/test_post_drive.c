@@ -145,6 +145,49 @@ int main(void)
 		       api ? "ibv_wr_*" : "ibv_post_send", DRIVE, DRIVE, l1 - l0);
 	}
 
+	/* A signalled WQE among unsignalled ones leaves with its post even
+	 * before the DRIVE-th (the one a bandwidth loop will wait for);
+	 * one signalled fewer than DRIVE posts after the last keeps the
+	 * usual pace. From the API loop's last post (a turn, signalled):
+	 * DRIVE unsignalled (a turn at the last), one unsignalled, one
+	 * signalled (sparse: a turn, 2 frames), one unsignalled, one
+	 * signalled (dense: nothing leaves), two unsignalled (the DRIVE-th
+	 * since the last turn: 4 frames). */
+	{
+		static const char pattern[] = "uuuuusus" "uu";
+		static const int8_t frames_after[] = {
+			0, 0, 0, DRIVE, 0, 2, 0, 0, 0, 4 };
+		uint64_t base, tx0 = 0;
+		uint32_t nsig = 0;
+		struct ibv_wc wc;
+
+		droce_poll(A->ctx);
+		base = tx_of(A, NULL);
+		for (int i = 0; pattern[i]; i++) {
+			uint64_t now;
+
+			post_write(qa, i & 1, src + i * SLOT, mra->lkey,
+				   (uintptr_t)dst + (uint64_t)i * SLOT,
+				   mrb->rkey, 1000 + (uint64_t)i, pattern[i] == 's');
+			nsig += pattern[i] == 's';
+			now = tx_of(A, NULL) - base;
+			if (frames_after[i])
+				tx0 += (uint64_t)frames_after[i];
+			if (now != tx0)
+				printf("post %d (%c): %" PRIu64 " frames sent, %" PRIu64 " expected\n",
+				       i, pattern[i], now, tx0);
+			CHECK_EQ(now, tx0);
+		}
+		for (uint32_t k = 0; k < nsig; k++) {
+			CHECK_EQ(dt_wait_wc(sa, &wc, 1, DT_WAIT_S, "WRITE"), 1);
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS);
+			CHECK_EQ(wc.wr_id, k == 0 ? 1005u : 1007u);
+		}
+		CHECK(memcmp(dst, src, (sizeof(pattern) - 1) * SLOT) == 0);
+		memset(dst, 0, (sizeof(pattern) - 1) * SLOT);
+		printf("sparse signalled WQE: sent with its post; dense: at the usual pace\n");
+	}
+
 	/* B (post_drive=0): posts alone move nothing; the poll sends. */
 	{
 		uint64_t tx0, l0, l1;
