@@ -76,7 +76,10 @@ static void ack_upto(struct droce_qp *qp, uint32_t psn)
 			}
 			return;
 		}
-		eth_complete_send(qp, qp->req_acked, IBV_WC_SUCCESS);
+		/* (an unsignalled success has nothing to report: no call;
+		 * publish_sq_ci below hands its slot back) */
+		if (st->flags & DROCE_WQE_SIGNALED)
+			eth_complete_send(qp, qp->req_acked, IBV_WC_SUCCESS);
 		qp->req_acked++;
 	}
 	if ((int32_t)(qp->req_acked - qp->req_cur) > 0) {
