@@ -313,13 +313,33 @@ parsed:
  * receiving server ~40 instructions a frame); the rest is freed in one
  * bulk call. Only this engine touches its devices' stashes, so no lock.
  */
+static __rte_noinline void rx_release_rest(struct rte_mbuf **rest,
+					   uint32_t k)
+{
+	void *back[ETH_RX_BURST];
+	struct rte_mempool *pool = rest[0]->pool;
+	uint32_t j = 0, f = 0;
+
+	for (uint32_t i = 0; i < k; i++) {
+		struct rte_mbuf *m = rest[i];
+
+		if (m->pool == pool && RTE_MBUF_DIRECT(m) && m->next == NULL &&
+		    m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1)
+			back[j++] = m;
+		else
+			rest[f++] = m;
+	}
+	if (j)
+		rte_mempool_put_bulk(pool, back, j);
+	if (f)
+		rte_pktmbuf_free_bulk(rest, f);
+}
+
 static void eth_rx_release(struct droce_engine *eng, struct rte_mbuf **b,
 			   uint32_t n)
 {
 	struct rte_mbuf *rest[ETH_RX_BURST];
-	void *back[ETH_RX_BURST];
-	struct rte_mempool *back_pool = NULL;
-	uint32_t nd = eng->nb_devs, k = 0, j = 0;
+	uint32_t nd = eng->nb_devs, k = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = b[i];
@@ -330,24 +350,17 @@ static void eth_rx_release(struct droce_engine *eng, struct rte_mbuf **b,
 				owner = eng->devs[d];
 				break;
 			}
-		if (unlikely(owner == NULL || !RTE_MBUF_DIRECT(m) ||
-			     m->next != NULL || m->nb_segs != 1 ||
-			     rte_mbuf_refcnt_read(m) != 1)) {
-			rest[k++] = m;
-		} else if (owner->mstash_n < DROCE_MSTASH_CAP) {
+		if (likely(owner && owner->mstash_n < DROCE_MSTASH_CAP &&
+			   RTE_MBUF_DIRECT(m) && m->next == NULL &&
+			   rte_mbuf_refcnt_read(m) == 1)) {
 			rte_pktmbuf_reset(m);
 			owner->mstash[owner->mstash_n++] = m;
-		} else if (back_pool == NULL || back_pool == m->pool) {
-			back_pool = m->pool;
-			back[j++] = m;
 		} else {
 			rest[k++] = m;
 		}
 	}
-	if (j)
-		rte_mempool_put_bulk(back_pool, back, j);
 	if (k)
-		rte_pktmbuf_free_bulk(rest, k);
+		rx_release_rest(rest, k);
 }
 
 /* (6 / 4 / 2 until the twenty-third round of doc/performance.md: at
