@@ -205,38 +205,48 @@ if has remote; then
 	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi
+	# remote_row <test> <size> [more droce-perf options]: one row
+	remote_row() {
+		local t=$1 size=$2 op frame ppm c m d rate pps rc ec
+		shift 2
+		op=${t%_bw}
+		frame=$(frame_of "$op" "$size" $MTU_M)
+		ppm=$(pkts_of "$size" $MTU_M)
+		R=(); B=(); P=(); C=(); M=(); CR=(); CC=(); RCY=(); CPR=()
+		for _ in $(seq "$REPS"); do
+			c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
+			m=$(ceil 0 memcpy -s "$size" -D 0.3)
+			if [ "$t" = atomic_bw ]; then
+				d=$(pair "$t" -D "$WIN" "$@")
+			else
+				d=$(pair "$t" -s "$size" -D "$WIN" "$@")
+			fi
+			printf '%s\n' "$c" "$m" "$d" >>"$WORK/remote.lines"
+			rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
+			[ -n "$rate" ] || continue
+			R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
+			M+=("$(kvget "$m" Bps)")
+			[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+			[ -n "$(kvget "$m" Bps)" ] && CR+=("$(div "$(kvget "$d" bw_Bps)" "$(kvget "$m" Bps)" 4)")
+			CC+=("$(kvget "$d" main_cyc_per_msg)")
+			rc=$(kvget "$c" cyc_per_pkt); ec=$(kvget "$d" main_cyc_per_msg)
+			if [ -n "$rc" ] && [ -n "$ec" ]; then
+				RCY+=("$rc")
+				CPR+=("$(div "$(mul "$rc" "$ppm")" "$ec" 4)")
+			fi
+		done
+		echo "| $t${*:+ $*} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) |"
+	}
 	for t in write_bw read_bw send_bw atomic_bw; do
 		case $t in atomic_bw) sizes=8 ;; *) sizes=$msz ;; esac
 		for size in $sizes; do
-			op=${t%_bw}
-			frame=$(frame_of "$op" "$size" $MTU_M)
-			ppm=$(pkts_of "$size" $MTU_M)
-			R=(); B=(); P=(); C=(); M=(); CR=(); CC=(); RCY=(); CPR=()
-			for _ in $(seq "$REPS"); do
-				c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
-				m=$(ceil 0 memcpy -s "$size" -D 0.3)
-				if [ "$t" = atomic_bw ]; then
-					d=$(pair "$t" -D "$WIN")
-				else
-					d=$(pair "$t" -s "$size" -D "$WIN")
-				fi
-				printf '%s\n' "$c" "$m" "$d" >>"$WORK/remote.lines"
-				rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
-				[ -n "$rate" ] || continue
-				R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
-				M+=("$(kvget "$m" Bps)")
-				[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
-				[ -n "$(kvget "$m" Bps)" ] && CR+=("$(div "$(kvget "$d" bw_Bps)" "$(kvget "$m" Bps)" 4)")
-				CC+=("$(kvget "$d" main_cyc_per_msg)")
-				rc=$(kvget "$c" cyc_per_pkt); ec=$(kvget "$d" main_cyc_per_msg)
-				if [ -n "$rc" ] && [ -n "$ec" ]; then
-					RCY+=("$rc")
-					CPR+=("$(div "$(mul "$rc" "$ppm")" "$ec" 4)")
-				fi
-			done
-			echo "| $t | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) |"
+			remote_row "$t" "$size"
 		done
 	done
+	# perftest's default depth (128) with its cq_mod (100) leaves 28
+	# WRITEs to cover the round trip of the one the loop waits for; a
+	# deeper window shows what the ends themselves allow
+	remote_row write_bw 64 -t 512
 	echo
 	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
 	echo
