@@ -129,10 +129,60 @@ _Static_assert(sizeof(struct droce_bind_seg) == DROCE_BIND_SEGS * 16, "bind seg"
 
 /* ------------------------------------------------------------- objects */
 
+/* A thread domain (ibv_alloc_td(3)): the application promises that the
+ * objects made through it are used by one thread at a time. */
+struct droce_td {
+	struct ibv_td ibv;
+	uint32_t refcnt;		/* parent domains on it */
+};
+
 struct droce_pd {
 	struct ibv_pd ibv;
-	uint32_t refcnt;		/* MRs and QPs on it */
+	uint32_t refcnt;		/* MRs, MWs, QPs, SRQs, CQs, parent domains on it */
+	/* A parent domain (ibv_alloc_parent_domain(3)) has a base, the PD
+	 * whose objects it shares: everything checked by PD (an lkey, an
+	 * rkey, a QP's) compares against the base. Its thread domain, if
+	 * any, lets its QPs, SRQs and CQs skip their locks. */
+	struct droce_pd *base;
+	struct droce_td *td;
+	void *pd_context;
 };
+
+/* The PD an object made on ibpd is checked against (a parent domain's
+ * base); its reference is counted on ibpd itself (droce_pd_obj). */
+static inline struct droce_pd *droce_pd_obj(struct ibv_pd *ibpd)
+{
+	return container_of(ibpd, struct droce_pd, ibv);
+}
+
+static inline struct droce_pd *droce_pd_of(struct ibv_pd *ibpd)
+{
+	struct droce_pd *pd = droce_pd_obj(ibpd);
+
+	return pd->base ? pd->base : pd;
+}
+
+/* Objects made on ibpd may skip their locks (a parent domain with a
+ * thread domain). */
+static inline bool droce_pd_single_thread(struct ibv_pd *ibpd)
+{
+	return droce_pd_obj(ibpd)->td != NULL;
+}
+
+/* A queue's lock, unless its owner promised one thread at a time (a
+ * thread domain, IBV_CREATE_CQ_ATTR_SINGLE_THREADED), as mlx5 skips
+ * its own: a locked instruction a post or poll less. */
+static inline void droce_qlock(rte_spinlock_t *l, bool nolock)
+{
+	if (!nolock)
+		rte_spinlock_lock(l);
+}
+
+static inline void droce_qunlock(rte_spinlock_t *l, bool nolock)
+{
+	if (!nolock)
+		rte_spinlock_unlock(l);
+}
 
 /*
  * One entry of the key table: a memory region, or a memory window (which,
@@ -199,6 +249,8 @@ struct droce_cq {
 	uint32_t ci;
 	struct droce_cqe *cur;		/* ibv_start_poll cursor */
 	rte_spinlock_t lock;		/* multiple pollers of one CQ (verbs allows it) */
+	bool nolock;			/* ... unless promised otherwise */
+	struct droce_pd *parent;	/* the parent domain it was made in */
 	/* shared: the application's consumer index, read by the engine */
 	volatile uint32_t ci_db;
 	/* engine-owned */
@@ -230,6 +282,7 @@ struct droce_wq {
 	uint32_t max_sge;
 	uint32_t pi_app;		/* under lock */
 	rte_spinlock_t lock;
+	bool nolock;			/* a thread domain's: no lock */
 	struct droce_srq *srq;		/* NULL: a QP's own queue */
 	volatile uint32_t db __rte_cache_aligned;	/* producer, application */
 	volatile uint32_t ci __rte_cache_aligned;	/* consumer, engine */
@@ -403,6 +456,7 @@ struct droce_qp {
 	uint8_t *wr_last;		/* WQE last opened by ibv_wr_* */
 	uint32_t wr_ds;			/* wr_cur's segments so far */
 	rte_spinlock_t sq_lock;
+	bool sq_nolock;			/* a thread domain's: no sq_lock */
 	struct droce_wq own_rq;
 
 	/* Doorbell record and consumer index, shared: each on its own cache

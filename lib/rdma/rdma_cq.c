@@ -70,7 +70,7 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	 * most common call of a program that spins on its CQ. */
 	if (cq_peek(cq) == NULL)
 		return 0;
-	rte_spinlock_lock(&cq->lock);
+	droce_qlock(&cq->lock, cq->nolock);
 	while (n < ne) {
 		struct droce_cqe *e = cq_peek(cq);
 		struct ibv_wc *w = &wc[n];
@@ -95,7 +95,7 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	}
 	if (n)
 		__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
-	rte_spinlock_unlock(&cq->lock);
+	droce_qunlock(&cq->lock, cq->nolock);
 	return n;
 }
 
@@ -122,10 +122,10 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 	if (attr && attr->comp_mask)
 		return EINVAL;
 	cq_drive(cq);
-	rte_spinlock_lock(&cq->lock);
+	droce_qlock(&cq->lock, cq->nolock);
 	e = cq_peek(cq);
 	if (e == NULL) {
-		rte_spinlock_unlock(&cq->lock);
+		droce_qunlock(&cq->lock, cq->nolock);
 		return ENOENT;
 	}
 	cqx_load(c, e);
@@ -155,7 +155,7 @@ static void cqx_end_poll(struct ibv_cq_ex *c)
 		cq->ci++;
 	cq->cur = NULL;
 	__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
-	rte_spinlock_unlock(&cq->lock);
+	droce_qunlock(&cq->lock, cq->nolock);
 }
 
 static enum ibv_wc_opcode cqx_opcode(struct ibv_cq_ex *c)
@@ -310,9 +310,18 @@ struct ibv_cq_ex *droce_create_cq_ex(struct ibv_context *ctx,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS ||
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    attr->wc_flags & ~(uint64_t)DROCE_CQ_WC_FLAGS) {
 		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* IBV_CQ_INIT_ATTR_MASK_PD takes a parent domain, nothing else. */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (attr->parent_domain == NULL ||
+	     attr->parent_domain->context != ctx ||
+	     droce_pd_obj(attr->parent_domain)->base == NULL)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
@@ -326,7 +335,17 @@ struct ibv_cq_ex *droce_create_cq_ex(struct ibv_context *ctx,
 	}
 	cq = cq_create(ctx, (int)attr->cqe, attr->cq_context, attr->channel,
 		       (int)attr->comp_vector, attr->wc_flags, true);
-	return cq ? &cq->cq_ex : NULL;
+	if (cq == NULL)
+		return NULL;
+	/* One poller at a time, promised: no lock (ibv_create_cq_ex(3)). */
+	cq->nolock = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+		     (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		cq->parent = droce_pd_obj(attr->parent_domain);
+		cq->nolock |= cq->parent->td != NULL;
+		__atomic_fetch_add(&cq->parent->refcnt, 1, __ATOMIC_RELAXED);
+	}
+	return &cq->cq_ex;
 }
 
 static void sync_noop(void *arg)
@@ -360,6 +379,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_lock(&dev->lock);
 	dev->nb_cq--;
 	pthread_mutex_unlock(&dev->lock);
+	if (cq->parent)
+		__atomic_fetch_sub(&cq->parent->refcnt, 1, __ATOMIC_RELAXED);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
 	rte_free(cq->ring);
@@ -424,9 +445,9 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 				    rte_eth_dev_socket_id(cq->dev->port_id));
 	if (j.ring == NULL)
 		return ENOMEM;
-	rte_spinlock_lock(&cq->lock);
+	droce_qlock(&cq->lock, cq->nolock);
 	droce_drv->exec(cq->dev, resize_apply, &j);
-	rte_spinlock_unlock(&cq->lock);
+	droce_qunlock(&cq->lock, cq->nolock);
 	rte_free(j.ring);	/* the old ring, or the unused new one */
 	return j.err;
 }

@@ -493,6 +493,13 @@ static int droce_query_rt_values(struct ibv_context *ctx,
 	return 0;
 }
 
+/* Thread and parent domains (below, with the PDs). */
+static struct ibv_td *droce_alloc_td(struct ibv_context *ctx,
+				     struct ibv_td_init_attr *attr);
+static int droce_dealloc_td(struct ibv_td *ibtd);
+static struct ibv_pd *droce_alloc_parent_domain(struct ibv_context *ctx,
+					struct ibv_parent_domain_init_attr *attr);
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct droce_dev *dev = dev_of_ibv_dev(device);
@@ -539,6 +546,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.modify_qp_rate_limit = droce_modify_qp_rate_limit;
 	c->vctx.query_rt_values = droce_query_rt_values;
 	c->vctx.get_srq_num = droce_get_srq_num;
+	c->vctx.alloc_td = droce_alloc_td;
+	c->vctx.dealloc_td = droce_dealloc_td;
+	c->vctx.alloc_parent_domain = droce_alloc_parent_domain;
 	pthread_mutex_lock(&dev->lock);
 	for (uint32_t i = 0; i < DROCE_MAX_CTX; i++)
 		if (dev->ctxs[i] == NULL) {
@@ -817,11 +827,93 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	dev = droce_dev_of_ctx(ibpd->context);
 	if (__atomic_load_n(&pd->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	if (pd->base != NULL) {		/* a parent domain */
+		__atomic_fetch_sub(&pd->base->refcnt, 1, __ATOMIC_RELAXED);
+		if (pd->td != NULL)
+			__atomic_fetch_sub(&pd->td->refcnt, 1,
+					   __ATOMIC_RELAXED);
+		free(pd);
+		return 0;
+	}
 	pthread_mutex_lock(&dev->lock);
 	dev->nb_pd--;
 	pthread_mutex_unlock(&dev->lock);
 	free(pd);
 	return 0;
+}
+
+/* ------------------------------------------ thread and parent domains */
+
+static struct ibv_td *droce_alloc_td(struct ibv_context *ctx,
+				     struct ibv_td_init_attr *attr)
+{
+	struct droce_td *td;
+
+	if (attr == NULL || attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (td == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	td->ibv.context = ctx;
+	return &td->ibv;
+}
+
+static int droce_dealloc_td(struct ibv_td *ibtd)
+{
+	struct droce_td *td = container_of(ibtd, struct droce_td, ibv);
+
+	if (__atomic_load_n(&td->refcnt, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	free(td);
+	return 0;
+}
+
+/*
+ * ibv_alloc_parent_domain(3): a PD that stands for attr->pd (its MRs and
+ * MWs serve the QPs made on it and the other way round), with a thread
+ * domain or not. Custom allocators are accepted and never called:
+ * droce's queues live in its huge-page memory, not in the application's.
+ */
+static struct ibv_pd *droce_alloc_parent_domain(struct ibv_context *ctx,
+					struct ibv_parent_domain_init_attr *attr)
+{
+	struct droce_pd *base, *pd;
+
+	if (attr == NULL || attr->pd == NULL || attr->pd->context != ctx ||
+	    (attr->td != NULL && attr->td->context != ctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+					  IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	base = droce_pd_obj(attr->pd);
+	if (base->base != NULL) {	/* a parent domain's parent */
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (pd == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->ibv.context = ctx;
+	pd->ibv.handle = base->ibv.handle;
+	pd->base = base;
+	if (attr->td != NULL) {
+		pd->td = container_of(attr->td, struct droce_td, ibv);
+		__atomic_fetch_add(&pd->td->refcnt, 1, __ATOMIC_RELAXED);
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	__atomic_fetch_add(&base->refcnt, 1, __ATOMIC_RELAXED);
+	return &pd->ibv;
 }
 
 /* ------------------------------------------------- misc ABI entries */

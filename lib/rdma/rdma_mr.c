@@ -54,7 +54,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		errno = EINVAL;
 		return NULL;
 	}
-	pd = container_of(ibpd, struct droce_pd, ibv);
+	pd = droce_pd_of(ibpd);
 	dev = droce_dev_of_ctx(ibpd->context);
 	/* Optional-range flags may be ignored (verbs.h); others may not. */
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE |
@@ -112,7 +112,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	__atomic_store_n(&dev->mr_tbl[idx], mr, __ATOMIC_RELEASE);
 	dev->nb_mr++;
 	pthread_mutex_unlock(&dev->lock);
-	__atomic_fetch_add(&pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
 	return &mr->ibv;
 }
 
@@ -201,7 +201,8 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 drain:
 	if (!zc_drain(dev, mr))
 		return EBUSY;
-	__atomic_fetch_sub(&mr->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&droce_pd_obj(ibmr->pd)->refcnt, 1,
+			   __ATOMIC_RELAXED);
 	free(mr);
 	return 0;
 }
@@ -252,7 +253,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	if (flags & IBV_REREG_MR_CHANGE_PD) {
 		if (ibpd == NULL || ibpd->context != ibmr->context)
 			return IBV_REREG_MR_ERR_INPUT;
-		j.pd = container_of(ibpd, struct droce_pd, ibv);
+		j.pd = droce_pd_of(ibpd);
 	}
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		if ((addr == NULL && length) ||
@@ -277,10 +278,11 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd,
 	    !zc_drain(j.dev, mr))
 		DROCE_LOG(WARNING, "rereg_mr: zero-copy frames of the old range still queued after %llu ms",
 			  (unsigned long long)(DROCE_ZC_DRAIN_NS / 1000000));
-	if (j.pd != container_of(ibmr->pd, struct droce_pd, ibv)) {
-		__atomic_fetch_add(&j.pd->refcnt, 1, __ATOMIC_RELAXED);
-		__atomic_fetch_sub(&container_of(ibmr->pd, struct droce_pd, ibv)->refcnt,
-				   1, __ATOMIC_RELAXED);
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && ibpd != ibmr->pd) {
+		__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1,
+				   __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&droce_pd_obj(ibmr->pd)->refcnt, 1,
+				   __ATOMIC_RELAXED);
 		ibmr->pd = ibpd;
 	}
 	ibmr->addr = j.host;

@@ -29,7 +29,7 @@ struct ibv_mw *droce_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	}
 	mw->kind = DROCE_KEY_MW;
 	mw->mw_type = type == IBV_MW_TYPE_1 ? 1 : 2;
-	mw->pd = container_of(ibpd, struct droce_pd, ibv);
+	mw->pd = droce_pd_of(ibpd);
 	pthread_mutex_lock(&dev->lock);
 	idx = droce_key_alloc(dev);
 	if (idx == 0) {
@@ -48,7 +48,7 @@ struct ibv_mw *droce_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	__atomic_store_n(&dev->mr_tbl[idx], mw, __ATOMIC_RELEASE);
 	dev->nb_mr++;
 	pthread_mutex_unlock(&dev->lock);
-	__atomic_fetch_add(&mw->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
 	return &mw->ibv_mw;
 }
 
@@ -82,7 +82,8 @@ int droce_dealloc_mw(struct ibv_mw *ibmw)
 	dev->nb_mr--;
 	pthread_mutex_unlock(&dev->lock);
 	droce_drv->exec(dev, sync_noop, NULL);
-	__atomic_fetch_sub(&mw->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&droce_pd_obj(ibmw->pd)->refcnt, 1,
+			   __ATOMIC_RELAXED);
 	free(mw);
 	return 0;
 }

@@ -228,7 +228,7 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	bool drive = false;
 	int err = 0;
 
-	rte_spinlock_lock(&qp->sq_lock);
+	droce_qlock(&qp->sq_lock, qp->sq_nolock);
 	pi = qp->sq_pi_app;
 	st = __atomic_load_n(&qp->state, __ATOMIC_ACQUIRE);
 	/* The SQ accepts work from RTS on (and in error, to flush it). */
@@ -365,7 +365,7 @@ out:
 		ring_doorbell(qp, pi);
 		drive = post_drives(qp, pi);
 	}
-	rte_spinlock_unlock(&qp->sq_lock);
+	droce_qunlock(&qp->sq_lock, qp->sq_nolock);
 	if (drive || full_drives(qp, err))
 		drive_after_post(qp, err == ENOMEM);
 	if (err && bad_wr)
@@ -380,7 +380,7 @@ static int wq_post(struct droce_wq *wq, struct ibv_recv_wr *wr,
 	uint32_t pi;
 	int err = 0;
 
-	rte_spinlock_lock(&wq->lock);
+	droce_qlock(&wq->lock, wq->nolock);
 	pi = wq->pi_app;
 	for (; wr; wr = wr->next) {
 		struct mlx5_wqe_data_seg *d;
@@ -415,7 +415,7 @@ static int wq_post(struct droce_wq *wq, struct ibv_recv_wr *wr,
 		/* Nothing to notify: the engine looks when a SEND comes. */
 		__atomic_store_n(&wq->db, pi, __ATOMIC_RELEASE);
 	}
-	rte_spinlock_unlock(&wq->lock);
+	droce_qunlock(&wq->lock, wq->nolock);
 	if (err && bad_wr)
 		*bad_wr = wr;
 	return err;
@@ -459,7 +459,7 @@ static void wr_start(struct ibv_qp_ex *ex)
 {
 	struct droce_qp *qp = qpx(ex);
 
-	rte_spinlock_lock(&qp->sq_lock);
+	droce_qlock(&qp->sq_lock, qp->sq_nolock);
 	qp->sq_pi_start = qp->sq_pi_app;
 	qp->wr_err = 0;
 	qp->wr_cur = NULL;
@@ -760,7 +760,7 @@ static int wr_complete(struct ibv_qp_ex *ex)
 		drive = post_drives(qp, qp->sq_pi_app);
 	}
 	qp->wr_cur = NULL;
-	rte_spinlock_unlock(&qp->sq_lock);
+	droce_qunlock(&qp->sq_lock, qp->sq_nolock);
 	if (drive || full_drives(qp, err))
 		drive_after_post(qp, err == ENOMEM);
 	return err;
@@ -772,7 +772,7 @@ static void wr_abort(struct ibv_qp_ex *ex)
 
 	qp->sq_pi_app = qp->sq_pi_start;
 	qp->wr_cur = NULL;
-	rte_spinlock_unlock(&qp->sq_lock);
+	droce_qunlock(&qp->sq_lock, qp->sq_nolock);
 }
 
 void droce_qp_install_wr_ops(struct droce_qp *qp)

@@ -228,7 +228,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	pd = container_of(a->pd, struct droce_pd, ibv);
+	pd = droce_pd_of(a->pd);
 	qp = rte_zmalloc_socket("droce_qp", sizeof(*qp), RTE_CACHE_LINE_SIZE,
 				socket);
 	if (qp == NULL) {
@@ -283,6 +283,10 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	qp->path_mtu = IBV_MTU_1024;
 	qp->mtu = 1024;
 	rte_spinlock_init(&qp->sq_lock);
+	/* In a thread domain: posts without the locks (one thread at a
+	 * time is the application's promise, as for mlx5). */
+	qp->sq_nolock = droce_pd_single_thread(a->pd);
+	qp->own_rq.nolock = qp->sq_nolock;
 	qp->cap.max_send_wr = qp->sq_max_wr;
 	/* With an SRQ the QP has no receive queue of its own (IBTA 10.2.9). */
 	qp->cap.max_recv_wr = a->srq ? 0 : qp->own_rq.cnt;
@@ -333,7 +337,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	__atomic_store_n(&dev->qp_tbl[idx], qp, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&dev->lock);
 
-	__atomic_fetch_add(&pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&droce_pd_obj(a->pd)->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
 	if (qp->srq)
@@ -835,7 +839,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	droce_async_forget(ibqp->context, ibqp);
 	droce_async_wait_acked(&qp->async_delivered, &ibqp->events_completed,
 			       &ibqp->mutex, &ibqp->cond);
-	__atomic_fetch_sub(&qp->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&droce_pd_obj(ibqp->pd)->refcnt, 1,
+			   __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
 	if (qp->srq)

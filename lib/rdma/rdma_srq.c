@@ -75,7 +75,8 @@ static struct droce_srq *srq_create(struct ibv_pd *ibpd,
 	srq->wq.srq = srq;
 	srq->wq.limit = attr->srq_limit;
 	srq->dev = dev;
-	srq->pd = container_of(ibpd, struct droce_pd, ibv);
+	srq->pd = droce_pd_of(ibpd);
+	srq->wq.nolock = droce_pd_single_thread(ibpd);
 	srq->srqn = __atomic_add_fetch(&srqn, 1, __ATOMIC_RELAXED);
 	srq->ibv.context = ibpd->context;
 	srq->ibv.srq_context = srq_context;
@@ -85,7 +86,7 @@ static struct droce_srq *srq_create(struct ibv_pd *ibpd,
 	pthread_cond_init(&srq->ibv.cond, NULL);
 	attr->max_wr = srq->wq.cnt;
 	attr->max_sge = srq->wq.max_sge;
-	__atomic_fetch_add(&srq->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
 	return srq;
 }
 
@@ -181,7 +182,8 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	droce_async_forget(ibsrq->context, ibsrq);
 	droce_async_wait_acked(&srq->async_delivered, &ibsrq->events_completed,
 			       &ibsrq->mutex, &ibsrq->cond);
-	__atomic_fetch_sub(&srq->pd->refcnt, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&droce_pd_obj(ibsrq->pd)->refcnt, 1,
+			   __ATOMIC_RELAXED);
 	droce_wq_free(&srq->wq);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
