@@ -107,6 +107,8 @@ static void usage(const char *argv0)
 	printf("      --mr_per_qp            an MR (and buffer slots) per QP\n");
 	printf("      --use_hugepages        the buffer on huge pages (MAP_HUGETLB, the default\n"
 	       "                             size), not 4 KiB pages\n");
+	printf("      --no_lock              QPs, CQs, SRQ and MRs in a thread domain's parent\n"
+	       "                             domain: posts and polls take no lock (perftest's)\n");
 	printf("  -X, --vector=<n>           completion vector of the CQs (droce has 1: only 0)\n");
 	printf("      --tclass=<value>       GRH traffic class: the IP header's DSCP and ECN bits\n");
 	printf("      --flow_label=<value>   GRH flow label (20 bits): sets the UDP source port\n");
@@ -159,7 +161,7 @@ enum {
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
 	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
-	O_USE_HUGEPAGES,
+	O_USE_HUGEPAGES, O_NO_LOCK,
 	O_TCLASS, O_FLOW_LABEL, O_RATE_LIMIT, O_RATE_UNITS, O_RATE_LIMIT_TYPE,
 	O_BURST_SIZE, O_TYPICAL_PKT_SIZE, O_REVERSED, O_PKEY_INDEX,
 	O_INLINE_RECV, O_RETRY_COUNT, O_OUT_JSON, O_OUT_JSON_FILE,
@@ -237,6 +239,7 @@ static int parse_args(int argc, char **argv)
 		{ "latency_gap", 1, NULL, O_LATENCY_GAP },
 		{ "mr_per_qp", 0, NULL, O_MR_PER_QP },
 		{ "use_hugepages", 0, NULL, O_USE_HUGEPAGES },
+		{ "no_lock", 0, NULL, O_NO_LOCK },
 		{ "tclass", 1, NULL, O_TCLASS },
 		{ "flow_label", 1, NULL, O_FLOW_LABEL },
 		{ "rate_limit", 1, NULL, O_RATE_LIMIT },
@@ -482,6 +485,7 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_MR_PER_QP: opt.mr_per_qp = true; break;
 		case O_USE_HUGEPAGES: opt.use_hugepages = true; break;
+		case O_NO_LOCK: opt.no_lock = true; break;
 		case O_TCLASS:
 			if (parse_num(optarg, 0, 255, &v))
 				return bad("traffic class (0..255)", optarg);

@@ -112,6 +112,7 @@ struct perf_opts {
 	int latency_gap;		/* --latency_gap: us before each round trip */
 	bool mr_per_qp;			/* --mr_per_qp: an MR per QP */
 	bool use_hugepages;		/* --use_hugepages: buffer on huge pages */
+	bool no_lock;			/* --no_lock: QPs, CQs in a thread domain */
 	int comp_vector;		/* -X */
 	int tclass;			/* --tclass: GRH traffic class (IP TOS) */
 	uint32_t flow_label;		/* --flow_label: GRH flow label */
@@ -203,6 +204,9 @@ struct perf_side {
 	bool is_client;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	struct ibv_td *td;		/* --no_lock */
+	struct ibv_pd *pad;		/* what objects are made on: pd, or a
+					 * parent domain with td (--no_lock) */
 	struct ibv_mr *mr;		/* all slots; NULL with mrs */
 	struct ibv_mr **mrs;		/* --mr_per_qp: QP i's two slots */
 	struct ibv_comp_channel *ch;	/* -e: both CQs report to it */

@@ -176,6 +176,26 @@ static uint8_t *buf_alloc(struct perf_side *s)
 	return p;
 }
 
+
+/* A CQ of cqe entries on the side's channel; with --no_lock made in its
+ * parent domain (ibv_create_cq_ex), as perftest makes it. */
+static struct ibv_cq *make_cq(struct perf_side *s, int cqe)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = (uint32_t)cqe,
+		.channel = s->ch,
+		.comp_vector = (uint32_t)opt.comp_vector,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+		.parent_domain = s->pad,
+	};
+	struct ibv_cq_ex *cq;
+
+	if (s->pad == s->pd)
+		return ibv_create_cq(s->ctx, cqe, NULL, s->ch, opt.comp_vector);
+	cq = ibv_create_cq_ex(s->ctx, &ca);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
 int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 	      uint64_t max_size, uint64_t cycle_buffer)
 {
@@ -224,6 +244,25 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		PERF_ERR("Couldn't allocate PD\n");
 		return -1;
 	}
+	s->pad = s->pd;
+	if (opt.no_lock) {
+		/* perftest's --no_lock: a thread domain, and a parent domain
+		 * with it that the QPs, CQs, SRQ and MRs are made on */
+		struct ibv_td_init_attr ta = { .comp_mask = 0 };
+		struct ibv_parent_domain_init_attr pa = { .pd = s->pd };
+
+		s->td = ibv_alloc_td(s->ctx, &ta);
+		if (s->td == NULL) {
+			PERF_ERR("Couldn't allocate TD\n");
+			return -1;
+		}
+		pa.td = s->td;
+		s->pad = ibv_alloc_parent_domain(s->ctx, &pa);
+		if (s->pad == NULL) {
+			PERF_ERR("Couldn't allocate PAD\n");
+			return -1;
+		}
+	}
 
 	/*
 	 * One buffer: a source and a target slot per QP. A perftest peer
@@ -252,7 +291,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			return -1;
 		}
 		for (int i = 0; i < n; i++) {
-			s->mrs[i] = ibv_reg_mr(s->pd, side_src(s, i),
+			s->mrs[i] = ibv_reg_mr(s->pad, side_src(s, i),
 					       2 * s->slot, access);
 			if (s->mrs[i] == NULL) {
 				PERF_ERR("Couldn't allocate MR %d of %d: %s\n",
@@ -261,7 +300,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			}
 		}
 	} else {
-		s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len, access);
+		s->mr = ibv_reg_mr(s->pad, s->buf, s->buf_len, access);
 		if (s->mr == NULL) {
 			PERF_ERR("Couldn't allocate MR\n");
 			return -1;
@@ -279,15 +318,13 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 				return -1;
 			}
 		}
-		s->scq = ibv_create_cq(s->ctx, (int)cq_size(sdepth, &da), NULL,
-				       s->ch, opt.comp_vector);
+		s->scq = make_cq(s, (int)cq_size(sdepth, &da));
 		if (s->scq == NULL) {
 			PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 			return -1;
 		}
 		if (opt.verb == V_SEND) {
-			s->rcq = ibv_create_cq(s->ctx, (int)cq_size(rdepth, &da),
-					       NULL, s->ch, opt.comp_vector);
+			s->rcq = make_cq(s, (int)cq_size(rdepth, &da));
 			if (s->rcq == NULL) {
 				PERF_ERR("Couldn't create CQ: %s\n", strerror(errno));
 				return -1;
@@ -332,7 +369,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 			.attr = { .max_wr = (uint32_t)opt.rx_depth, .max_sge = 1 },
 		};
 
-		s->srq = ibv_create_srq(s->pd, &sa);
+		s->srq = ibv_create_srq(s->pad, &sa);
 		if (s->srq == NULL) {
 			PERF_ERR("Couldn't create SRQ: %s\n", strerror(errno));
 			return -1;
@@ -360,7 +397,7 @@ int side_open(struct perf_side *s, struct ibv_device *dev, bool client,
 		if (side_sends(s) && (opt.verb == V_WRITE || opt.verb == V_SEND))
 			ia.cap.max_inline_data = (uint32_t)opt.inline_size;
 		ia.comp_mask = IBV_QP_INIT_ATTR_PD;
-		ia.pd = s->pd;
+		ia.pd = s->pad;
 		if (!opt.old_post_send) {
 			/* perftest's default flow: the builders for this test */
 			ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -539,6 +576,10 @@ void side_close(struct perf_side *s)
 	for (int i = 0; s->mrs && i < s->nqps && s->mrs[i]; i++)
 		ibv_dereg_mr(s->mrs[i]);
 	free(s->mrs);
+	if (s->pad && s->pad != s->pd)
+		ibv_dealloc_pd(s->pad);
+	if (s->td)
+		ibv_dealloc_td(s->td);
 	if (s->pd)
 		ibv_dealloc_pd(s->pd);
 	if (s->ctx)

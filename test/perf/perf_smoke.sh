@@ -428,6 +428,12 @@ run read_bw-mr_per_qp 0 read_bw --mr_per_qp -X 0 -q 4 -s 3000 -n 200 -m 1024 $AP
 	check_bw read_bw-mr_per_qp 3000 200 4 && rkeys read_bw-mr_per_qp 4
 run send_bw-mr_per_qp 0 send_bw --mr_per_qp -q 3 -s 500 -n 300 $APP &&
 	check_bw send_bw-mr_per_qp 500 300 3
+# --no_lock: QPs, CQs, the SRQ and the MRs in a thread domain's parent
+# domain, the data checked
+run send_bw-no_lock 0 send_bw --no_lock --use-srq -q 3 -s 500 -n 300 $APP &&
+	check_bw send_bw-no_lock 500 300 3
+run write_bw-no_lock 0 write_bw --no_lock -q 2 -s 64 -n 2000 $APP &&
+	check_bw write_bw-no_lock 64 2000 2
 # --use_hugepages: the buffer on huge pages (MAP_HUGETLB), the data checked
 # in every slot; more than the free pages: refused, exit 1 (skipped where
 # 8 GiB of huge pages are free)
