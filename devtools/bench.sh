@@ -245,8 +245,9 @@ if has remote; then
 	done
 	# perftest's default depth (128) with its cq_mod (100) leaves 28
 	# WRITEs to cover the round trip of the one the loop waits for; a
-	# deeper window shows what the ends themselves allow
-	remote_row write_bw 64 -t 512
+	# deeper window, and perftest's --no_lock (no lock a post), show what
+	# the ends themselves allow
+	remote_row write_bw 64 -t 512 --no_lock
 	echo
 	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
 	echo
