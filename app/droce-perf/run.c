@@ -547,8 +547,11 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 				uint64_t seq = st->scnt + (uint64_t)j + 1;
 
 				w[j].wr_id = (uint64_t)q << 32 | (seq & 0xffffffff);
-				/* perftest: every cq_mod-th, and the last one */
-				if (seq % (uint64_t)opt.cq_mod == 0 ||
+				/* perftest: every cq_mod-th, and the last one
+				 * (the cq_mod-th since the last signalled is a
+				 * multiple of cq_mod: that one comes only at
+				 * the end; no division a post) */
+				if (seq - st->lastsig == (uint64_t)opt.cq_mod ||
 				    (!win.on && seq == b->iters)) {
 					w[j].send_flags |= IBV_SEND_SIGNALED;
 					b->sig_total += seq - st->lastsig;
