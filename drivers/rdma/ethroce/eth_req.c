@@ -918,6 +918,29 @@ static void run_local(struct droce_qp *qp, const struct wqe_view *v,
 }
 
 /*
+ * WQE idx (re)starts at req_psn: its slot's state from scratch. A slot's
+ * flag from its previous use (completed or flushed) means nothing now:
+ * retransmits un-count before they restart a WQE.
+ */
+static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
+			      struct droce_swqe_state *st, uint8_t op,
+			      uint8_t flags, uint32_t length, uint32_t npkts)
+{
+	st->rd_counted = 0;
+	st->opcode = op;
+	st->flags = flags;
+	st->length = length;
+	st->status = IBV_WC_SUCCESS;
+	st->done = 0;
+	st->rcvd = 0;
+	st->psn_first = qp->req_psn;
+	st->npkts = npkts;
+	st->psn_last = roce_psn_add(qp->req_psn, npkts - 1);
+	if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
+		qp->req_hwm = idx + 1;
+}
+
+/*
  * The common message taken straight: an RC or UC WRITE or SEND, with or
  * without immediate, unfenced, whose payload (one SGE or inline, 1 byte to
  * the path MTU, short of the fused copy's threshold and of zc_min) makes
@@ -1000,23 +1023,12 @@ send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
 	if (op == MLX5_OPCODE_RDMA_WRITE_IMM || op == MLX5_OPCODE_SEND_IMM)
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &c->imm,
 		       ROCE_IMMDT_LEN);	/* already big-endian */
+	swqe_start(qp, idx, st, op, flags, len, 1);
 	if (unlikely(!eth_img_short(qp, ROCE_OPCODE(qp->transport, rop), se,
 				    (qp->transport == ROCE_TRANSPORT_RC ?
 				     ROCE_BTH_ACKREQ : 0) | psn,
 				    ext, ext_len, src, len)))
 		return -1;
-	st->rd_counted = 0;
-	st->opcode = op;
-	st->flags = flags;
-	st->length = len;
-	st->status = IBV_WC_SUCCESS;
-	st->done = 0;
-	st->rcvd = 0;
-	st->psn_first = psn;
-	st->npkts = 1;
-	st->psn_last = psn;
-	if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
-		qp->req_hwm = idx + 1;
 	qp->req_psn = roce_psn_add(psn, 1);
 	qp->req_cur = idx + 1;
 	if (qp->transport == ROCE_TRANSPORT_UC)
@@ -1102,23 +1114,10 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			if (rd && qp->req_rd_outstanding >=
 				  (uint32_t)RTE_MAX(qp->max_rd_atomic, 1))
 				break;
-			/* A slot's flag from its previous use (completed or
-			 * flushed) means nothing now: retransmits un-count
-			 * before they restart a WQE. */
-			st->rd_counted = 0;
-			st->opcode = v.op;
-			st->flags = v.flags;
-			st->length = v.length;
-			st->status = IBV_WC_SUCCESS;
-			st->done = 0;
-			st->rcvd = 0;
-			st->psn_first = qp->req_psn;
 			/* (no division for the common one-packet message) */
-			st->npkts = v.length <= qp->mtu || op_is_atomic(v.op) ?
-				    1 : (v.length + qp->mtu - 1) / qp->mtu;
-			st->psn_last = roce_psn_add(st->psn_first, st->npkts - 1);
-			if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
-				qp->req_hwm = idx + 1;
+			swqe_start(qp, idx, st, v.op, v.flags, v.length,
+				   v.length <= qp->mtu || op_is_atomic(v.op) ?
+				   1 : (v.length + qp->mtu - 1) / qp->mtu);
 			if (unlikely(!v.inl && !sges_ok(qp, &v, rd ?
 					IBV_ACCESS_LOCAL_WRITE : 0))) {
 				fail_current(qp, idx, IBV_WC_LOC_PROT_ERR);
