@@ -202,6 +202,10 @@ if has remote; then
 	memif_frames $MTU_M
 	MEMIF_ARGS=$MEMIF_FRAME_ARGS
 	PAIR_DEVARGS="mtu=$MTU_M$PORT_FRAME_ARGS${PAIR_DEVARGS:+,$PAIR_DEVARGS}"
+	# Each stall of the server outlasts perftest's cover at -t 128 (the
+	# client then waits); a raw pair's ring absorbs it.
+	echo "host stalls (droce-ceiling stalls: both vCPUs spinning for 1 s, steps of 5 us or more): $(stalls_line)"
+	echo
 	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi
@@ -273,6 +277,8 @@ if has remote; then
 		done
 		echo "| $t | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${D99[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 1) |"
 	done
+	echo
+	echo "host stalls at the end: $(stalls_line)"
 	echo
 	echo "(load at end: $(load))"
 	MEMIF_ARGS=

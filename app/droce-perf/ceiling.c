@@ -704,6 +704,61 @@ static int mode_crc(void)
 	return 0;
 }
 
+/*
+ * stalls: what the host takes from a core that spins. A loop reads the
+ * TSC for -D seconds; every step longer than STALL_US is time this vCPU
+ * did not run (the guest's own scheduler aside: run it on an EAL core).
+ * In a nested VM that is ~1 000-5 000 times a second, 10-50 us each: a
+ * stall of the receiving end is covered by a raw pair's ring (1 024
+ * frames here) but not by perftest's window (28 posts after the
+ * signalled one at -t 128, a few us), so bench.sh prints it beside the
+ * two-process rows (doc/performance.md, thirty-first round).
+ */
+#define STALL_US 5
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int mode_stalls(void)
+{
+	enum { MAX_STALLS = 1 << 16 };
+	uint32_t *len = malloc(MAX_STALLS * sizeof(*len));
+	uint64_t min_gap = hz / 1000000 * STALL_US, lost = 0, n = 0;
+	uint64_t t0, end, last, now;
+
+	if (len == NULL)
+		return 1;
+	printf("CEILING mode=stalls ready\n");	/* (a test stops us then) */
+	fflush(stdout);
+	t0 = last = rte_rdtsc();
+	end = t0 + (uint64_t)(o.secs * (double)hz);
+	while ((now = rte_rdtsc()) < end) {
+		uint64_t g = now - last;
+
+		last = now;
+		if (g < min_gap)
+			continue;
+		lost += g;
+		if (n < MAX_STALLS)
+			len[n] = (uint32_t)RTE_MIN(g * 1000000 / hz, (uint64_t)UINT32_MAX);
+		n++;
+	}
+	qsort(len, RTE_MIN(n, (uint64_t)MAX_STALLS), sizeof(*len), cmp_u32);
+	printf("CEILING mode=stalls lcore=%u secs=%.3f min_us=%d stalls=%" PRIu64
+	       " per_s=%.0f lost=%.4f median_us=%u max_us=%u\n", rte_lcore_id(),
+	       (double)(now - t0) / (double)hz, STALL_US, n,
+	       (double)n * (double)hz / (double)(now - t0),
+	       (double)lost / (double)(now - t0),
+	       n ? len[RTE_MIN(n, (uint64_t)MAX_STALLS) / 2] : 0,
+	       n ? len[RTE_MIN(n, (uint64_t)MAX_STALLS) - 1] : 0);
+	free(len);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -721,7 +776,7 @@ int main(int argc, char **argv)
 	argv += ret;
 	hz = rte_get_tsc_hz();
 	if (argc < 2) {
-		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name]\n");
+		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name]\n");
 		return 2;
 	}
 	o.mode = argv[1];
@@ -749,6 +804,8 @@ int main(int argc, char **argv)
 		ret = mode_memcpy();
 	else if (strcmp(o.mode, "crc") == 0)
 		ret = mode_crc();
+	else if (strcmp(o.mode, "stalls") == 0)
+		ret = mode_stalls();
 	else if (make_pool())
 		ret = 1;
 	else if (strcmp(o.mode, "pps") == 0)

@@ -90,6 +90,22 @@ ceil() {
 	return 0
 }
 
+# stalls_line: what the host took from each vCPU in one second, both
+# spinning at once (droce-ceiling stalls): a line for the report
+stalls_line() {
+	local a b
+	ceil 0 stalls -D 1 >"$WORK/stalls.0" &
+	b=$(ceil 1 stalls -D 1)
+	wait
+	a=$(cat "$WORK/stalls.0")
+	for l in "$a" "$b"; do
+		[ -n "$l" ] || continue
+		printf 'core %s: %s %% lost, %s stalls/s (median %s us, max %s us)\n' \
+			"$(kvget "$l" lcore)" "$(fmt "$(mul "$(kvget "$l" lost)" 100)" 1)" \
+			"$(kvget "$l" per_s)" "$(kvget "$l" median_us)" "$(kvget "$l" max_us)"
+	done | paste -sd ';' - | sed 's/;/; /g'
+}
+
 # port_listening, free_port
 # shellcheck source=test/common/test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../test/common/test_lib.sh"

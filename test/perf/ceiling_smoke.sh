@@ -3,8 +3,9 @@
 #
 # app/droce-perf's droce-ceiling, the raw figures devtools/bench.sh puts
 # beside droce's: every mode once, briefly. One process: pps and rtt over
-# the net_ring pair, memcpy, crc. Two processes over a memif pair (no
-# kernel side): rx/tx and pong/ping, as bench's ceil_pair runs them; both
+# the net_ring pair, memcpy, crc, stalls (stopped for 0.2 s: it must see
+# that). Two processes over a memif pair (no kernel side): rx/tx and
+# pong/ping, as bench's ceil_pair runs them; both
 # sides must exit 0 (they end quietly: neither is in a burst when the other
 # exits, see ceiling.c), the measuring side print its line, and the counts
 # add up (pong echoes exactly ping's frames). Never a speed beyond > 0.
@@ -51,6 +52,43 @@ one memcpy 0 memcpy -s 65536 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "memcpy: $(grep CEILING "$OUT")"; }
 one crc 0 crc -s 4096 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "crc: $(grep CEILING "$OUT")"; }
+
+# stalls: a spin of 1 s that we stop for 0.2 s once it is ready must see
+# that stop (one step of at least 150 ms, at least 15 % lost), and its
+# counts must agree with each other
+stalls_stopped() {
+	local pid t0 per secs n
+	N=$((N + 1))
+	OUT=$WORK/$N.out
+	# shellcheck disable=SC2086
+	"$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}s$N" \
+		-- stalls -D 1 >"$OUT" 2>&1 &
+	pid=$!
+	PIDS="$PIDS $pid"
+	t0=$SECONDS
+	until grep -q ' ready$' "$OUT" 2>/dev/null; do
+		if ! kill -0 $pid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "stalls: never got ready"
+			tail -n 3 "$OUT" | sed 's/^/    /'
+			return 1
+		fi
+		sleep 0.02
+	done
+	sleep 0.1
+	kill -STOP $pid && sleep 0.2 && kill -CONT $pid
+	if ! wait $pid; then
+		fail "stalls: exit code $?"
+		return 1
+	fi
+	n=$(val "$OUT" stalls); per=$(val "$OUT" per_s); secs=$(val "$OUT" secs)
+	awk -v n="$n" -v per="$per" -v s="$secs" -v lost="$(val "$OUT" lost)" \
+	    -v med="$(val "$OUT" median_us)" -v max="$(val "$OUT" max_us)" \
+	    'BEGIN { exit !(n >= 1 && s >= 1 && s < 1.5 && lost >= 0.15 &&
+			  lost < 1 && max >= 150000 && med >= 5 && med <= max &&
+			  per >= (n - 1) / s && per <= (n + 1) / s) }' ||
+		fail "stalls: the 0.2 s stop not seen right: $(grep 'CEILING mode=stalls [a-z]*=' "$OUT")"
+}
+stalls_stopped
 
 # pair <label> <rx-mode> <tx-mode> <args...>: receiver on core 0, sender on
 # core 1, as devtools/bench/lib.sh's ceil_pair; outputs in $RXO, $TXO
