@@ -18,7 +18,8 @@
 #                             no limit); tests still running are stopped and
 #                             the run counts one more failure
 #   DROCE_SANITIZE=1          also build everything with clang and
-#                             -Db_sanitize=address,undefined in
+#                             -Db_sanitize=address,undefined (and
+#                             -Dstamps=true: the datapath's stamps) in
 #                             $DROCE_ASAN_BUILD_DIR (default build-asan) and
 #                             run the suites there (all but 'interop', and
 #                             the same meson test arguments), counted as one
@@ -250,10 +251,12 @@ sanitize_pass() {
 		return
 	fi
 	if [[ ! -f $b/meson-private/coredata.dat ]]; then
-		droce_log "sanitizer: CC=clang meson setup $b -Db_sanitize=address,undefined -Db_lundef=false"
+		# (with the datapath's stamps built in: perf-pair then checks
+		# them, lib/rdma/droce_stamp.h)
+		droce_log "sanitizer: CC=clang meson setup $b -Db_sanitize=address,undefined -Db_lundef=false -Dstamps=true"
 		# shellcheck disable=SC2086
 		if ! CC=clang meson setup "$b" -Db_sanitize=address,undefined \
-			-Db_lundef=false ${DROCE_MESON_ARGS:-} </dev/null; then
+			-Db_lundef=false -Dstamps=true ${DROCE_MESON_ARGS:-} </dev/null; then
 			fail "sanitizer pass (meson setup)"
 			return
 		fi

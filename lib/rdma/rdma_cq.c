@@ -15,6 +15,7 @@
 #include <rte_ethdev.h>
 
 #include "droce_int.h"
+#include "droce_stamp.h"
 
 #define DROCE_CQ_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 	IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
@@ -68,8 +69,10 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	cq_drive(cq);
 	/* Nothing there (the same hint): no lock for an empty poll, the
 	 * most common call of a program that spins on its CQ. */
-	if (cq_peek(cq) == NULL)
+	if (cq_peek(cq) == NULL) {
+		droce_stamp_poll(0, 0);
 		return 0;
+	}
 	droce_qlock(&cq->lock, cq->nolock);
 	while (n < ne) {
 		struct droce_cqe *e = cq_peek(cq);
@@ -96,6 +99,7 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 	if (n)
 		__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
 	droce_qunlock(&cq->lock, cq->nolock);
+	droce_stamp_poll(n, n ? wc[0].wr_id : 0);
 	return n;
 }
 

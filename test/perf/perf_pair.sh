@@ -344,4 +344,46 @@ if pair write_bw-64k-chained write_bw -s 65536 -n 300 -m 4096 --check; then
 fi
 MEMIF_X= DEV_X=
 
+# A build with -Dstamps=true (meson passes --stamps): both processes stamp
+# (DROCE_STAMPS); each thread's file holds what happened, counted exactly
+# against the run: the client's signalled WQEs (perftest's one in cq_mod,
+# the last one too), the completions its polls returned, the frames its
+# transmit bursts carried (its c_tx_pkts), and the server's receive
+# bursts as many (memif loses none); devtools/stamps.py follows every
+# signalled WQE of the middle of the run to its completion.
+# stamp_sum <pid> <event> <field: 3 a, 5 c>: the sum over a process's files
+stamp_sum() {
+	cat "$WORK"/st."$1".* | awk -v e="$2" -v f="$3" \
+		'$1 !~ /^#/ && $2 == e { s += $f } END { print s + 0 }'
+}
+if [ "${2:-}" = --stamps ] &&
+   DROCE_STAMPS=$WORK/st pair write_bw-stamps write_bw -s 64 -n 20000 --cycles; then
+	pids=$(ls "$WORK"/st.* 2>/dev/null | sed 's/.*st\.\([0-9]*\)\..*/\1/' | sort -u)
+	cpid=""
+	spid2=""
+	for p in $pids; do
+		if grep -q '^[0-9]* 5 ' "$WORK"/st."$p".*; then cpid=$p; else spid2=$p; fi
+	done
+	if [ -z "$cpid" ] || [ -z "$spid2" ] || [ "$(echo $pids | wc -w)" != 2 ]; then
+		fail "write_bw-stamps: want a client's and a server's stamps, found processes: $pids"
+	else
+		n=$(cat "$WORK"/st."$cpid".* | grep -c '^[0-9]* 5 ')
+		[ "$n" = 200 ] || fail "write_bw-stamps: $n signalled WQEs stamped, want 200"
+		v=$(stamp_sum "$cpid" 4 5)
+		[ "$v" = 200 ] || fail "write_bw-stamps: polls returned $v completions, want 200"
+		v=$(stamp_sum "$cpid" 1 5)
+		[ "$v" = "$(kv "$CLI" c_tx_pkts)" ] ||
+			fail "write_bw-stamps: client bursts carried $v frames, c_tx_pkts $(kv "$CLI" c_tx_pkts)"
+		v=$(stamp_sum "$spid2" 2 5)
+		[ "$v" = "$(kv "$CLI" c_tx_pkts)" ] ||
+			fail "write_bw-stamps: server bursts brought $v frames of the client's $(kv "$CLI" c_tx_pkts)"
+		out=$(/usr/bin/python3 "$(dirname "$0")/../../devtools/stamps.py" "$WORK/st" 2>&1) ||
+			fail "write_bw-stamps: stamps.py failed: $out"
+		echo "$out" | awk '/^signalled WQEs:/ { s = $3 + 0; f = $NF + 0 }
+			/^  total / { t = $2 + 0 }
+			END { exit !(s >= 100 && f == s && t > 0) }' ||
+			fail "write_bw-stamps: stamps.py did not follow every signalled WQE: $(echo "$out" | head -4)"
+	fi
+fi
+
 finish "$RUNS pairs"

@@ -752,7 +752,12 @@ static int app_turn(struct droce_dev *dev, bool rx)
 
 static int eth_poll(struct droce_dev *dev)
 {
-	return app_turn(dev, true);
+	int n;
+
+	droce_stamp_turn(-1);
+	n = app_turn(dev, true);
+	droce_stamp_turn(n);
+	return n;
 }
 
 static int eth_post_turn(struct droce_dev *dev)

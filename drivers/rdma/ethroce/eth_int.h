@@ -15,6 +15,7 @@
 #include <rte_ring.h>
 
 #include "droce_int.h"
+#include "droce_stamp.h"
 
 #define ETH_RX_BURST		32
 #define ETH_DB_BURST		64
@@ -607,5 +608,42 @@ bool eth_pace_hold(struct droce_qp *qp);
 /* A paced QP sent the packet eth_pace_hold() let out: move its clock on by
  * that frame's time at its rate. */
 void eth_pace_charge(struct droce_qp *qp);
+
+/*
+ * The stamps' name for a frame (droce_stamp.h): opcode << 24 | PSN from
+ * its BTH, ~0 for anything that is not RoCEv2 (VLAN tags skipped).
+ * Compiled out without -Dstamps=true.
+ */
+static inline uint32_t eth_stamp_word(const struct rte_mbuf *m)
+{
+#ifdef DROCE_STAMPS
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = m->data_len, off = 12, udp;
+	uint16_t type;
+
+	while (off + 2 <= len &&
+	       (type = (uint16_t)(d[off] << 8 | d[off + 1])) == 0x8100)
+		off += ROCE_VLAN_HLEN;
+	if (off + 2 > len)
+		return ~0u;
+	off += 2;
+	if (type == 0x0800 && off + ROCE_IPV4_HLEN <= len && d[off + 9] == 17)
+		udp = off + (d[off] & 0xfu) * 4;
+	else if (type == 0x86dd && off + ROCE_IPV6_HLEN <= len &&
+		 d[off + 6] == 17)
+		udp = off + ROCE_IPV6_HLEN;
+	else
+		return ~0u;
+	if (udp + ROCE_UDP_HLEN + ROCE_BTH_LEN > len ||
+	    (d[udp + 2] << 8 | d[udp + 3]) != ROCE_UDP_DPORT)
+		return ~0u;
+	udp += ROCE_UDP_HLEN;
+	return (uint32_t)d[udp] << 24 | (uint32_t)d[udp + 9] << 16 |
+	       (uint32_t)d[udp + 10] << 8 | d[udp + 11];
+#else
+	(void)m;
+	return 0;
+#endif
+}
 
 #endif /* ETH_INT_H */

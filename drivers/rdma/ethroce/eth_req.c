@@ -926,6 +926,8 @@ static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
 			      struct droce_swqe_state *st, uint8_t op,
 			      uint8_t flags, uint32_t length, uint32_t npkts)
 {
+	if (flags & DROCE_WQE_SIGNALED)
+		droce_stamp(DROCE_STAMP_SIGNALED, qp->req_psn, idx, 0);
 	st->rd_counted = 0;
 	st->opcode = op;
 	st->flags = flags;

@@ -532,8 +532,11 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		return (int)k;
 	}
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
-	if (n)
+	if (n) {
 		eng->rx_tsc = eng->tsc_hz ? eth_turn_tsc(eng) : 0;
+		droce_stamp(DROCE_STAMP_RX, eth_stamp_word(eng->rx[0]),
+			    eth_stamp_word(eng->rx[n - 1]), n);
+	}
 
 	if (unlikely(eng->prefetch)) {
 		rx_burst_ahead(eng, dev, n);
@@ -546,7 +549,9 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		}
 	}
 	/* eth_rx_one keeps nothing. */
-	if (n)
+	if (n) {
+		droce_stamp(DROCE_STAMP_RX_DONE, 0, 0, n);
 		eth_rx_release(eng, eng->rx, n);
+	}
 	return n;
 }

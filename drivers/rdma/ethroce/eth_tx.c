@@ -382,13 +382,33 @@ void eth_tx_enqueue(struct droce_dev *dev, struct rte_mbuf *m)
 	tx_enqueue(dev, m);
 }
 
+/* rte_eth_tx_burst, and with -Dstamps=true its stamp (the frames named
+ * before the port may free them) */
+static inline uint16_t tx_burst(struct droce_dev *dev, struct rte_mbuf **m,
+				uint16_t want)
+{
+#ifdef DROCE_STAMPS
+	uint32_t w[64];
+	uint16_t n;
+
+	for (uint16_t i = 0; i < want; i++)
+		w[i] = eth_stamp_word(m[i]);
+	n = rte_eth_tx_burst(dev->port_id, 0, m, want);
+	if (n)
+		droce_stamp(DROCE_STAMP_TX, w[0], w[n - 1], n);
+	return n;
+#else
+	return rte_eth_tx_burst(dev->port_id, 0, m, want);
+#endif
+}
+
 int eth_tx_flush(struct droce_dev *dev)
 {
 	uint32_t sent = 0;
 
 	while (sent < dev->txq_len) {
 		uint16_t want = (uint16_t)RTE_MIN(dev->txq_len - sent, 64u);
-		uint16_t n = rte_eth_tx_burst(dev->port_id, 0, dev->txq + sent, want);
+		uint16_t n = tx_burst(dev, dev->txq + sent, want);
 
 		dev->st.tx_bursts++;
 		sent += n;
