@@ -86,7 +86,7 @@ ceil() {
 	out=$WORK/ceil.$n
 	# shellcheck disable=SC2046
 	timeout -k 5 120 "$CEIL" $(eal "$cores" c$n) -- "$@" >"$out" 2>&1
-	grep -m1 '^CEILING mode=[a-z]* [a-z]' "$out" | grep -v ' ready$'
+	grep '^CEILING mode=[a-z]* [a-z]' "$out" | grep -v ' ready$' | head -n 1
 	return 0
 }
 
