@@ -53,11 +53,25 @@ one memcpy 0 memcpy -s 65536 -D 0.2 &&
 one crc 0 crc -s 4096 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "crc: $(grep CEILING "$OUT")"; }
 
+# await_ready <pid> <file> <what>: until the process says it is ready
+# (its ' ready' line); fails if it dies first or takes over 20 s
+await_ready() {
+	local t0=$SECONDS
+	until grep -q ' ready$' "$2" 2>/dev/null; do
+		if ! kill -0 "$1" 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$3 never got ready"
+			tail -n 3 "$2" | sed 's/^/    /'
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+
 # stalls: a spin of 1 s that we stop for 0.2 s once it is ready must see
 # that stop (one step of at least 150 ms, at least 15 % lost), and its
 # counts must agree with each other
 stalls_stopped() {
-	local pid t0 per secs n
+	local pid per secs n
 	N=$((N + 1))
 	OUT=$WORK/$N.out
 	# shellcheck disable=SC2086
@@ -65,15 +79,7 @@ stalls_stopped() {
 		-- stalls -D 1 >"$OUT" 2>&1 &
 	pid=$!
 	PIDS="$PIDS $pid"
-	t0=$SECONDS
-	until grep -q ' ready$' "$OUT" 2>/dev/null; do
-		if ! kill -0 $pid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
-			fail "stalls: never got ready"
-			tail -n 3 "$OUT" | sed 's/^/    /'
-			return 1
-		fi
-		sleep 0.02
-	done
+	await_ready $pid "$OUT" "stalls:" || return 1
 	sleep 0.1
 	kill -STOP $pid && sleep 0.2 && kill -CONT $pid
 	if ! wait $pid; then
@@ -93,7 +99,7 @@ stalls_stopped
 # pair <label> <rx-mode> <tx-mode> <args...>: receiver on core 0, sender on
 # core 1, as devtools/bench/lib.sh's ceil_pair; outputs in $RXO, $TXO
 pair() {
-	local label=$1 rxm=$2 txm=$3 sock rpid t0 rrc trc
+	local label=$1 rxm=$2 txm=$3 sock rpid rrc trc
 	shift 3
 	N=$((N + 1))
 	RXO=$WORK/$N.rx
@@ -104,15 +110,7 @@ pair() {
 		--vdev="net_memif0,role=server,socket=$sock" -- "$rxm" "$@" >"$RXO" 2>&1 &
 	rpid=$!
 	PIDS="$PIDS $rpid"
-	t0=$SECONDS
-	until grep -q ' ready$' "$RXO" 2>/dev/null; do
-		if ! kill -0 $rpid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
-			fail "$label: the $rxm side never got ready"
-			tail -n 3 "$RXO" | sed 's/^/    /'
-			return 1
-		fi
-		sleep 0.05
-	done
+	await_ready $rpid "$RXO" "$label: the $rxm side" || return 1
 	# shellcheck disable=SC2086
 	timeout -k 2 40 "$BIN" -l 1 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}t$N" \
 		--vdev="net_memif0,role=client,socket=$sock" -- "$txm" "$@" >"$TXO" 2>&1
