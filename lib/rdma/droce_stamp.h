@@ -74,7 +74,9 @@ static inline void droce_stamp(uint32_t ev, uint32_t a, uint32_t b,
 }
 
 /* A poll's outcome: every one that completed something, and the first
- * of a run that found nothing (where a wait begins). */
+ * of a run that found nothing (where a wait begins). (The static state
+ * here and in droce_stamp_turn is per translation unit: each has one
+ * caller, rdma_cq.c and eth_engine.c.) */
 static inline void droce_stamp_poll(int n, uint64_t wr_id)
 {
 	static __thread int found_last

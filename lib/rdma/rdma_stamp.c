@@ -38,7 +38,7 @@ struct droce_stamp_ring *droce_stamp_ring_new(void)
 		nb_rings++;
 	}
 	pthread_mutex_unlock(&rings_lock);
-	if (r == NULL)		/* no more rings: this thread stays quiet */
+	if (r == NULL)		/* no more rings: threads without one stay quiet */
 		droce_stamps_on = 0;
 	droce_stamp_mine = r;
 	return r;
