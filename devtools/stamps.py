@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Read the stamps of a droce build made with meson -Dstamps=true.
 
-Run two processes (a requester and its responder: droce-perf's client and
-server) with DROCE_STAMPS=<prefix>; each thread leaves <prefix>.<pid>.<tid>
+Run two processes (droce-perf's client and server) with
+DROCE_STAMPS=<prefix>; each thread leaves <prefix>.<pid>.<tid>
 (lib/rdma/droce_stamp.h). Then:
 
     devtools/stamps.py <prefix>
 
-prints, for the process that posted signalled WQEs (the requester) and the
-other one (the responder):
+When both processes posted signalled WQEs (a ping-pong: write_lat,
+send_lat), it prints each hop's way, medians and p90 in microseconds:
+post -> the frame leaves -> the other process receives it -> that burst
+is handled -> the other process posts its answer. Otherwise (a stream:
+write_bw ...) it prints, for the process that posted signalled WQEs (the
+requester) and the other one (the responder):
 
 - each signalled WQE's way, medians and p90 in microseconds: post (its
   slot started) -> its frame leaves -> the responder receives it -> that
@@ -25,12 +29,12 @@ other one (the responder):
   that begin in a busy turn are not seen.
 
 The middle 80 % of the run is read (start and end aside). Exit 0 with a
-report, 1 when the files do not hold a requester and a responder.
+report, 1 when the files do not hold two processes, one of them posting.
 Plain Python 3, no packages.
 """
 import bisect
 import glob
-import os
+import signal
 import sys
 
 TX, RX, RX_DONE, POLL, SIGNALED, GAP = 1, 2, 3, 4, 5, 6
@@ -83,6 +87,71 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
+def is_data(word):
+    return word != NOT_ROCE and (word >> 24) != ACK_OPCODE
+
+
+def data_bursts(evs, kind):
+    """a process's TX or RX bursts that carry data frames, as (tsc, first
+    data PSN, last data PSN) (a ping-pong's burst is often the ACK of the
+    other's request, then its own); and their times"""
+    out = []
+    for e in evs:
+        if e[1] != kind or not (is_data(e[2]) or is_data(e[3])):
+            continue
+        a = e[2] if is_data(e[2]) else e[3]
+        b = e[3] if is_data(e[3]) else e[2]
+        out.append((e[0], a & PSN_MASK, b & PSN_MASK))
+    return out, [e[0] for e in out]
+
+
+def ping_pong(procs, pids):
+    """each hop of a ping-pong: A posts, its frame leaves, B receives and
+    handles it, B posts its answer"""
+    hz = procs[pids[0]][0] or procs[pids[1]][0]
+    if not hz:
+        print("stamps: no TSC rate", file=sys.stderr)
+        return 1
+    us = hz / 1e6
+    names = ["post -> tx", "tx -> other rx", "rx -> burst handled",
+             "handled -> other posts", "hop"]
+    rows = []
+    for a, b in ((pids[0], pids[1]), (pids[1], pids[0])):
+        ea, eb = procs[a][1], procs[b][1]
+        t0 = ea[0][0] + (ea[-1][0] - ea[0][0]) // 10
+        t1 = ea[-1][0] - (ea[-1][0] - ea[0][0]) // 10
+        tx, tx_t = data_bursts(ea, TX)
+        rx, rx_t = data_bursts(eb, RX)
+        done = [e for e in eb if e[1] == RX_DONE]
+        done_t = [e[0] for e in done]
+        posts = [e for e in eb if e[1] == SIGNALED]
+        posts_t = [e[0] for e in posts]
+        for s in (e for e in ea if e[1] == SIGNALED and t0 <= e[0] <= t1):
+            psn = s[2] & PSN_MASK
+            t = first_at(tx, tx_t, s[0], lambda e: psn_in(psn, e[1], e[2]), 8)
+            if not t:
+                continue
+            r = first_at(rx, rx_t, t[0] - int(2 * us),
+                         lambda e: psn_in(psn, e[1], e[2]), 8)
+            if not r:
+                continue
+            d = first_at(done, done_t, r[0], lambda e: True, 1)
+            n = first_at(posts, posts_t, r[0], lambda e: True, 1)
+            if not d or not n or n[0] < d[0]:
+                continue
+            rows.append((t[0] - s[0], r[0] - t[0], d[0] - r[0], n[0] - d[0],
+                         n[0] - s[0]))
+    print(f"ping-pong between pids {pids[0]} and {pids[1]}; TSC "
+          f"{hz / 1e9:.3f} GHz; hops followed: {len(rows)}")
+    if not rows:
+        return 1
+    print(f"{'':26s} {'median us':>10s} {'p90 us':>8s}")
+    for k, name in enumerate(names):
+        v = sorted(r[k] for r in rows)
+        print(f"  {name:24s} {pct(v, 0.5) / us:10.2f} {pct(v, 0.9) / us:8.2f}")
+    return 0
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -90,9 +159,11 @@ def main():
     procs = load(sys.argv[1])
     req = [p for p, (_, e) in procs.items() if any(x[1] == SIGNALED for x in e)]
     rsp = [p for p in procs if p not in req]
+    if len(req) == 2 and not rsp:
+        return ping_pong(procs, req)
     if len(req) != 1 or len(rsp) != 1:
-        print(f"stamps: want one requester and one responder, found "
-              f"{len(req)} and {len(rsp)} processes", file=sys.stderr)
+        print(f"stamps: want two processes, one or both posting; found "
+              f"{len(req)} posting and {len(rsp)} not", file=sys.stderr)
         return 1
     hz, cli = procs[req[0]]
     _, srv = procs[rsp[0]]
@@ -183,4 +254,5 @@ def main():
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # (| head)
     sys.exit(main())

@@ -385,5 +385,20 @@ if [ "${2:-}" = --stamps ] &&
 			fail "write_bw-stamps: stamps.py did not follow every signalled WQE: $(echo "$out" | head -4)"
 	fi
 fi
+# a ping-pong: both ends post 2000 signalled WRITEs; stamps.py follows
+# the hops of the middle of the run (80 % of 4000, less the few it cannot
+# place at the edges)
+if [ "${2:-}" = --stamps ] &&
+   DROCE_STAMPS=$WORK/sl pair write_lat-stamps write_lat -s 8 -n 2000; then
+	for f in $(ls "$WORK"/sl.* 2>/dev/null | sed 's/\(.*sl\.[0-9]*\)\..*/\1/' | sort -u); do
+		n=$(cat "$f".* | grep -c '^[0-9]* 5 ')
+		[ "$n" = 2000 ] || fail "write_lat-stamps: ${f##*/} stamped $n signalled WRITEs, want 2000"
+	done
+	out=$(/usr/bin/python3 "$(dirname "$0")/../../devtools/stamps.py" "$WORK/sl" 2>&1) ||
+		fail "write_lat-stamps: stamps.py failed: $out"
+	echo "$out" | awk '/^ping-pong / { h = $NF + 0 } /^  hop / { t = $2 + 0 }
+		END { exit !(h >= 2800 && h <= 4000 && t > 0) }' ||
+		fail "write_lat-stamps: stamps.py did not follow the hops: $(echo "$out" | head -3)"
+fi
 
 finish "$RUNS pairs"
