@@ -611,8 +611,10 @@ void eth_pace_charge(struct droce_qp *qp);
 
 /*
  * The stamps' name for a frame (droce_stamp.h): opcode << 24 | PSN from
- * its BTH, ~0 for anything that is not RoCEv2 (VLAN tags skipped).
- * Compiled out without -Dstamps=true.
+ * its BTH, ~0 for anything that is not RoCEv2 (VLAN tags skipped). A
+ * walk to the BTH, not roce_parse(): every frame of a transmit burst is
+ * named (before the port may free it), and a full parse each would move
+ * what the stamps measure. Compiled out without -Dstamps=true.
  */
 static inline uint32_t eth_stamp_word(const struct rte_mbuf *m)
 {
