@@ -1049,6 +1049,20 @@ void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 	CHECK_OK(ibv_post_send(qp, &wr, &bad));
 }
 
+void dt_wr_write_one(struct ibv_qp *qp, uint64_t wr_id, void *laddr,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		     bool signaled)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+	ibv_wr_start(x);
+	x->wr_id = wr_id;
+	x->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	ibv_wr_rdma_write(x, rkey, raddr);
+	ibv_wr_set_sge(x, lkey, (uintptr_t)laddr, len);
+	CHECK_OK(ibv_wr_complete(x));
+}
+
 void dt_rdma_checked(struct dt_rc_pair *p, enum ibv_wr_opcode op,
 		     uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
 		     void *raddr, uint32_t rkey, const char *what)

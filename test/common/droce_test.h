@@ -369,6 +369,11 @@ void dt_rc_pair_open(struct dt_rc_pair *p, struct dt_dev *da,
 void dt_post_one(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
 		 void *laddr, uint32_t len, uint32_t lkey, void *raddr,
 		 uint32_t rkey, unsigned int send_flags);
+/* The same RDMA WRITE through the ibv_wr_* API (ibv_wr_start ..
+ * ibv_wr_complete); fatal if ibv_wr_complete fails. */
+void dt_wr_write_one(struct ibv_qp *qp, uint64_t wr_id, void *laddr,
+		     uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		     bool signaled);
 /* Destroy the QPs (a NULL one is skipped: the test destroyed it), then
  * the CQs; a failure is counted, not fatal. */
 void dt_rc_pair_close(struct dt_rc_pair *p);

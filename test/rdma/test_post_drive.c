@@ -43,25 +43,12 @@ static void post_write(struct ibv_qp *qp, bool wr_api, uint8_t *src,
 		       uint32_t lkey, uint64_t dst, uint32_t rkey, uint64_t id,
 		       bool signaled)
 {
-	if (wr_api) {
-		struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
-
-		ibv_wr_start(x);
-		x->wr_id = id;
-		x->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
-		ibv_wr_rdma_write(x, rkey, dst);
-		ibv_wr_set_sge(x, lkey, (uintptr_t)src, SLOT);
-		CHECK_OK(ibv_wr_complete(x));
-	} else {
-		struct ibv_sge sge = { (uintptr_t)src, SLOT, lkey };
-		struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge,
-			.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-			.send_flags = signaled ? IBV_SEND_SIGNALED : 0 }, *bad;
-
-		wr.wr.rdma.remote_addr = dst;
-		wr.wr.rdma.rkey = rkey;
-		CHECK_OK(ibv_post_send(qp, &wr, &bad));
-	}
+	if (wr_api)
+		dt_wr_write_one(qp, id, src, SLOT, lkey, dst, rkey, signaled);
+	else
+		dt_post_one(qp, IBV_WR_RDMA_WRITE, id, src, SLOT, lkey,
+			    (void *)(uintptr_t)dst, rkey,
+			    signaled ? IBV_SEND_SIGNALED : 0);
 }
 
 int main(void)

@@ -56,19 +56,6 @@ static void wait_one(struct ibv_cq_ex *cq, uint64_t wr_id,
 	ibv_end_poll(cq);
 }
 
-static void write_one(struct ibv_qp *qp, uint64_t id, void *src, uint32_t len,
-		      uint32_t lkey, uint64_t dst, uint32_t rkey, bool signaled)
-{
-	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
-
-	ibv_wr_start(x);
-	x->wr_id = id;
-	x->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
-	ibv_wr_rdma_write(x, rkey, dst);
-	ibv_wr_set_sge(x, lkey, (uintptr_t)src, len);
-	CHECK_OK(ibv_wr_complete(x));
-}
-
 int main(void)
 {
 	struct ibv_td_init_attr ta = { 0 };
@@ -179,7 +166,7 @@ int main(void)
 		struct ibv_mr *m = off < (1 << 15) ? mr_base : mr_pad;
 		bool sig = i % 50 == 49;
 
-		write_one(qa, i, src + off, SLOT, m->lkey,
+		dt_wr_write_one(qa, i, src + off, SLOT, m->lkey,
 			  (uintptr_t)dst + off, mr_b->rkey, sig);
 		if (sig)
 			wait_one(scq, i, IBV_WC_SUCCESS);
@@ -197,7 +184,7 @@ int main(void)
 	       STREAM);
 
 	/* An MR of another PD: a local protection error, not a transfer. */
-	write_one(qa, 7777, osrc, SLOT, mr_other->lkey, (uintptr_t)dst,
+	dt_wr_write_one(qa, 7777, osrc, SLOT, mr_other->lkey, (uintptr_t)dst,
 		  mr_b->rkey, true);
 	wait_one(scq, 7777, IBV_WC_LOC_PROT_ERR);
 
