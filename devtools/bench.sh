@@ -25,7 +25,9 @@
 #             exchange), joined by a memif pair, app-driven engines, one
 #             core each, path MTU 4096 (memif bsize=4352, droce
 #             port_mtu=4288); beside droce-ceiling tx/rx and ping/pong over
-#             the same memif pair
+#             the same memif pair (for write_lat and send_lat also with an
+#             ACK-sized frame ahead each way, --ack 62: what an RC
+#             ping-pong puts on the link)
 #   cycles    TSC cycles per message and per frame with the engine driven
 #             by the one thread (--engine=app --cycles), SEND/WRITE/READ
 #   callgrind instructions per message/frame (valgrind --tool=callgrind,
@@ -255,8 +257,8 @@ if has remote; then
 	echo
 	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
 	echo
-	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio |"
-	echo "|---|---:|---:|---:|---:|"
+	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
 	for t in write_lat read_lat send_lat atomic_lat; do
 		case $t in
 		write_lat) frame=$(frame_of write 8 $MTU_M); f=2 ;;
@@ -264,9 +266,14 @@ if has remote; then
 		read_lat) frame=74; f=1 ;;
 		atomic_lat) frame=86; f=1 ;;
 		esac
-		D=(); D99=(); C=(); RR=()
+		D=(); D99=(); C=(); RR=(); CA=(); RA=()
 		for _ in $(seq "$REPS"); do
 			c=$(ceil_pair pong ping -f "$frame" -n 20000 -D 30)
+			# a WRITE's or SEND's way carries the ACK of the one that
+			# came, then the request (droce: one burst): the raw pair
+			# with the same two frames (an ACK is 62 bytes)
+			ca=
+			[ $f = 2 ] && ca=$(ceil_pair pong ping -f "$frame" --ack 62 -n 20000 -D 30)
 			if [ $t = atomic_lat ]; then d=$(pair $t -n 20000); else d=$(pair $t -s 8 -n 20000); fi
 			printf '%s\n' "$c" "$d" >>"$WORK/remote.lines"
 			rtt=$(kvget "$d" rtt_median)
@@ -274,8 +281,15 @@ if has remote; then
 			D+=("$rtt"); D99+=("$(mul "$(kvget "$d" t_p99)" $f)")
 			C+=("$(kvget "$c" rtt_median)")
 			RR+=("$(div "$rtt" "$(kvget "$c" rtt_median)" 2)")
+			if [ -n "$ca" ]; then
+				printf '%s\n' "$ca" >>"$WORK/remote.lines"
+				CA+=("$(kvget "$ca" rtt_median)")
+				RA+=("$(div "$rtt" "$(kvget "$ca" rtt_median)" 2)")
+			fi
 		done
-		echo "| $t | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${D99[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 1) |"
+		ack_cols="- | -"
+		[ ${#CA[@]} -gt 0 ] && ack_cols="$(fmt "$(median "${CA[@]}")" 3) | $(fmt "$(median "${RA[@]}")" 1)"
+		echo "| $t | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${D99[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 1) | $ack_cols |"
 	done
 	echo
 	echo "host stalls at the end: $(stalls_line)"

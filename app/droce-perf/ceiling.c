@@ -11,17 +11,24 @@
  *         txonly on port A, rxonly on port B. --cores 1: one thread does
  *         both (as droce's one engine lcore serves both ends of the pair);
  *         --cores 2: tx on the main lcore, rx on the first worker.
- *   rtt   -f <frame bytes> -n <iters> [--cores 1|2]
+ *   rtt   -f <frame bytes> -n <iters> [--cores 1|2] [--ack <bytes>]
  *         ping-pong: a frame from A to B and straight back. --cores 2: the
- *         reflector runs on the worker lcore.
+ *         reflector runs on the worker lcore. --ack: each way carries a
+ *         frame of that size ahead of the -f frame, as an RC ping-pong
+ *         does (the ACK of the request that came, then the next request:
+ *         droce sends the two in one burst), and the round trip ends when
+ *         both are back.
  * Modes over one port of this process (two processes, e.g. a memif pair;
  * the port is the first ethdev, or --port <name>):
  *   tx    -f <frame> -D <sec>     send as fast as the port takes
  *   rx    -D <sec>                count what arrives (reports the rate over
  *                                 the middle of the busy period)
- *   ping  -f <frame> -n <iters>   send, wait for the echo, repeat
- *   pong  -D <sec> [-n <iters>]   echo everything back (with -n: the
- *                                 ping's iterations and warm-up, then stop)
+ *   ping  -f <frame> -n <iters> [--ack <bytes>]
+ *                                 send, wait for the echo, repeat
+ *   pong  -D <sec> [-n <iters>] [--ack <bytes>]
+ *                                 echo everything back (with -n: the
+ *                                 ping's iterations and warm-up, then stop;
+ *                                 --ack as ping's, to count its frames)
  *
  * Two-process modes end quietly: memif (DPDK 22.11) unmaps its shared
  * rings when the peer disconnects, with nothing ordering that against a
@@ -72,6 +79,7 @@ static struct {
 	uint64_t iters;
 	bool iters_set;		/* -n given (pong: how many to echo) */
 	int cores;
+	uint32_t ack;		/* rtt, ping, pong: a second frame a way */
 	uint64_t size;
 	const char *port;
 } o = { .frame = 138, .secs = 1, .iters = 100000, .cores = 1,
@@ -118,7 +126,7 @@ static void make_hdr(void)
 	memcpy(hdr, h, sizeof(h));
 }
 
-static int alloc_frames(struct rte_mbuf **m, unsigned int n)
+static int alloc_sized(struct rte_mbuf **m, unsigned int n, uint32_t frame)
 {
 	if (rte_pktmbuf_alloc_bulk(pool, m, n))
 		return 0;
@@ -126,10 +134,15 @@ static int alloc_frames(struct rte_mbuf **m, unsigned int n)
 		uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
 
 		memcpy(d, hdr, sizeof(hdr));
-		m[i]->data_len = (uint16_t)o.frame;
-		m[i]->pkt_len = o.frame;
+		m[i]->data_len = (uint16_t)frame;
+		m[i]->pkt_len = frame;
 	}
 	return (int)n;
+}
+
+static int alloc_frames(struct rte_mbuf **m, unsigned int n)
+{
+	return alloc_sized(m, n, o.frame);
 }
 
 static int port_setup(uint16_t port)
@@ -520,47 +533,72 @@ static void rtt_report(const char *mode, const char *link, int cores,
 	qsort(s, n, sizeof(*s), cmp_u64);
 	for (uint64_t i = 0; i < n; i++)
 		sum += (double)s[i];
-	printf("CEILING mode=%s link=%s cores=%d frame=%u iters=%" PRIu64
+	printf("CEILING mode=%s link=%s cores=%d frame=%u ack=%u iters=%" PRIu64
 	       " rtt_min=%.3f rtt_median=%.3f rtt_avg=%.3f rtt_p99=%.3f rtt_p999=%.3f rtt_max=%.3f\n",
-	       mode, link, cores, o.frame, n, (double)s[0] * us,
+	       mode, link, cores, o.frame, o.ack, n, (double)s[0] * us,
 	       (double)s[n / 2] * us, sum / (double)n * us,
 	       (double)s[(uint64_t)((double)(n - 1) * 0.99)] * us,
 	       (double)s[(uint64_t)((double)(n - 1) * 0.999)] * us,
 	       (double)s[n - 1] * us);
 }
 
-/* One frame out on `out`, back in on `in` (reflected by someone). */
+/* Frames `want` and more out on `port` in as many bursts as it takes */
+static void send_all(uint16_t port, struct rte_mbuf **m, uint16_t want)
+{
+	uint16_t k = 0;
+
+	while (k < want)
+		k += rte_eth_tx_burst(port, 0, m + k, (uint16_t)(want - k));
+}
+
+/* `want` frames in on `port` (into m), or false after t_end */
+static bool recv_all(uint16_t port, struct rte_mbuf **m, uint16_t want,
+		     uint64_t t_end)
+{
+	uint16_t k = 0;
+
+	while (k < want) {
+		k += rte_eth_rx_burst(port, 0, m + k, (uint16_t)(want - k));
+		if (k < want && rte_rdtsc() > t_end) {
+			rte_pktmbuf_free_bulk(m, k);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* One frame (with --ack, an ACK-sized one and then it, in one burst) out
+ * on `out`, back in on `in` (reflected by someone). */
 static int ping_loop(uint16_t out, uint16_t in, bool self_reflect,
 		     uint64_t *samples, uint64_t n)
 {
 	uint64_t warm = n / 10 + 10;
+	const uint16_t per = o.ack ? 2 : 1;
 
 	for (uint64_t i = 0; i < n + warm; i++) {
-		struct rte_mbuf *m, *r;
+		struct rte_mbuf *m[2], *r[2];
 		uint64_t t0, t_end;
 
-		if (alloc_frames(&m, 1) != 1)
+		if (o.ack ? alloc_sized(m, 1, o.ack) != 1 ||
+			    alloc_frames(m + 1, 1) != 1 :
+			    alloc_frames(m, 1) != 1)
 			return -1;
 		t0 = rte_rdtsc();
 		t_end = t0 + hz * 2;
-		while (rte_eth_tx_burst(out, 0, &m, 1) == 0)
-			;
+		send_all(out, m, per);
 		if (self_reflect) {
 			/* the same thread plays the far end */
-			while (rte_eth_rx_burst(in == port_a ? port_b : port_a,
-						0, &r, 1) == 0)
-				if (rte_rdtsc() > t_end)
-					goto lost;
-			while (rte_eth_tx_burst(in == port_a ? port_b : port_a,
-						0, &r, 1) == 0)
-				;
-		}
-		while (rte_eth_rx_burst(in, 0, &r, 1) == 0)
-			if (rte_rdtsc() > t_end)
+			uint16_t far = in == port_a ? port_b : port_a;
+
+			if (!recv_all(far, r, per, t_end))
 				goto lost;
+			send_all(far, r, per);
+		}
+		if (!recv_all(in, r, per, t_end))
+			goto lost;
 		if (i >= warm)
 			samples[i - warm] = rte_rdtsc() - t0;
-		rte_pktmbuf_free(r);
+		rte_pktmbuf_free_bulk(r, per);
 		continue;
 lost:
 		fprintf(stderr, "ping: frame %" PRIu64 " not back in 2 s\n", i);
@@ -619,7 +657,8 @@ static int mode_pong(void)
 	struct rte_mbuf *m[BURST];
 
 	/* ping_loop's frames: the iterations and the warm-up */
-	uint64_t want = o.iters_set ? o.iters + o.iters / 10 + 10 : UINT64_MAX;
+	uint64_t want = o.iters_set ?
+			(o.iters + o.iters / 10 + 10) * (o.ack ? 2 : 1) : UINT64_MAX;
 	uint64_t echoed = 0;
 
 	if (one_port("pong"))
@@ -639,6 +678,8 @@ static int mode_pong(void)
 			k += rte_eth_tx_burst(port_a, 0, m + k, (uint16_t)(n - k));
 		echoed += n;
 	}
+	printf("CEILING mode=pong echoed=%" PRIu64 "\n", echoed);
+	fflush(stdout);
 	/* ping has its last echo and is leaving: no burst when it does */
 	quiet_until(rte_rdtsc() + (uint64_t)(QUIET_S * (double)hz));
 	return 0;
@@ -763,6 +804,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "cores", 1, NULL, 'c' }, { "port", 1, NULL, 'P' },
+		{ "ack", 1, NULL, 'a' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ret, c;
@@ -776,7 +818,7 @@ int main(int argc, char **argv)
 	argv += ret;
 	hz = rte_get_tsc_hz();
 	if (argc < 2) {
-		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name]\n");
+		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name] [--ack bytes]\n");
 		return 2;
 	}
 	o.mode = argv[1];
@@ -792,11 +834,13 @@ int main(int argc, char **argv)
 		case 's': o.size = strtoull(optarg, NULL, 0); break;
 		case 'c': o.cores = atoi(optarg); break;
 		case 'P': o.port = optarg; break;
+		case 'a': o.ack = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
-	if (o.frame < 60 || o.frame > 9000 || o.iters < 10 || o.size == 0) {
-		fprintf(stderr, "bad frame/iters/size\n");
+	if (o.frame < 60 || o.frame > 9000 || o.iters < 10 || o.size == 0 ||
+	    (o.ack && (o.ack < 60 || o.ack > o.frame))) {
+		fprintf(stderr, "bad frame/iters/size/ack\n");
 		return 2;
 	}
 	make_hdr();

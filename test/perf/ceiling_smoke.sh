@@ -48,6 +48,9 @@ one pps-2cores 0-1 pps -f 138 -D 0.3 --cores 2 &&
 	{ positive "$(val "$OUT" pps)" || fail "pps --cores 2: $(grep CEILING "$OUT")"; }
 one rtt 0 rtt -f 82 -n 2000 &&
 	{ positive "$(val "$OUT" rtt_median)" || fail "rtt: $(grep CEILING "$OUT")"; }
+one rtt-ack 0 rtt -f 82 --ack 62 -n 2000 &&
+	{ positive "$(val "$OUT" rtt_median)" && [ "$(val "$OUT" ack)" = 62 ] ||
+		fail "rtt --ack: $(grep CEILING "$OUT")"; }
 one memcpy 0 memcpy -s 65536 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "memcpy: $(grep CEILING "$OUT")"; }
 one crc 0 crc -s 4096 -D 0.2 &&
@@ -138,6 +141,26 @@ for i in 1 2 3; do
 			fail "pong/ping $i: no RTT: $(grep CEILING "$TXO")"
 		[ "$(val "$TXO" iters)" = 3000 ] ||
 			fail "pong/ping $i: $(val "$TXO" iters) iterations, want 3000"
+		# 3000 and the warm-up's 310
+		[ "$(val "$RXO" echoed)" = 3310 ] ||
+			fail "pong/ping $i: pong echoed $(val "$RXO" echoed), want 3310"
+	fi
+done
+
+# An RC ping-pong's shape: an ACK-sized frame ahead of each frame, each
+# way, in one burst; pong counts both (it stops on the last one)
+if pair "pong/ping --ack" pong ping -f 82 --ack 62 -n 3000 -D 20; then
+	positive "$(val "$TXO" rtt_median)" && [ "$(val "$TXO" ack)" = 62 ] ||
+		fail "pong/ping --ack: $(grep CEILING "$TXO")"
+	[ "$(val "$RXO" echoed)" = 6620 ] ||
+		fail "pong/ping --ack: pong echoed $(val "$RXO" echoed), want 6620"
+fi
+for bad in "--ack 40" "--ack 100"; do
+	N=$((N + 1))
+	# shellcheck disable=SC2086
+	if timeout -k 2 30 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}b$N" \
+		-- rtt -f 82 $bad -n 100 >"$WORK/$N.out" 2>&1; then
+		fail "rtt -f 82 $bad: accepted"
 	fi
 done
 
