@@ -10,8 +10,12 @@ DROCE_STAMPS=<prefix>; each thread leaves <prefix>.<pid>.<tid>
 
 When both processes posted signalled WQEs (a ping-pong: write_lat,
 send_lat), it prints each hop's way, medians and p90 in microseconds:
-post -> the frame leaves -> the other process receives it -> that burst
-is handled -> the other process posts its answer. Otherwise (a stream:
+post -> the port is handed the frame -> the port's transmit returns ->
+the other process's receive call that brings it begins -> that call
+returns -> the burst is handled -> the other process posts its answer.
+(The port's own parts, its transmit and receive calls, beside what the
+raw ping-pong's take: droce-ceiling has no stamps, but its ping-pong is
+the same two calls a hop.) Otherwise (a stream:
 write_bw ...) it prints, for the process that posted signalled WQEs (the
 requester) and the other one (the responder):
 
@@ -37,7 +41,7 @@ import glob
 import signal
 import sys
 
-TX, RX, RX_DONE, POLL, SIGNALED, GAP = 1, 2, 3, 4, 5, 6
+TX, RX, RX_DONE, POLL, SIGNALED, GAP, TX_CALL, RX_CALL = 1, 2, 3, 4, 5, 6, 7, 8
 ACK_OPCODE = 0x11        # RC ACKNOWLEDGE
 PSN_MASK = 0xffffff
 NOT_ROCE = 0xffffffff
@@ -113,11 +117,15 @@ def ping_pong(procs, pids):
         print("stamps: no TSC rate", file=sys.stderr)
         return 1
     us = hz / 1e6
-    names = ["post -> tx", "tx -> other rx", "rx -> burst handled",
+    names = ["post -> tx call", "tx call (the port's)", "tx -> other's rx call",
+             "rx call (the port's)", "rx -> burst handled",
              "handled -> other posts", "hop"]
     rows = []
     for a, b in ((pids[0], pids[1]), (pids[1], pids[0])):
         ea, eb = procs[a][1], procs[b][1]
+        calls = [e[0] for e in ea if e[1] == TX_CALL]
+        rcalls = [e for e in eb if e[1] == RX_CALL]
+        rcalls_t = [e[0] for e in rcalls]
         t0 = ea[0][0] + (ea[-1][0] - ea[0][0]) // 10
         t1 = ea[-1][0] - (ea[-1][0] - ea[0][0]) // 10
         tx, tx_t = data_bursts(ea, TX)
@@ -135,12 +143,19 @@ def ping_pong(procs, pids):
                          lambda e: psn_in(psn, e[1], e[2]), 8)
             if not r:
                 continue
+            # the call that handed the port this burst, and the receive
+            # call that brought it (both stamped just before)
+            i = bisect.bisect_right(calls, t[0]) - 1
+            j = bisect.bisect_right(rcalls_t, r[0]) - 1
+            if i < 0 or j < 0 or calls[i] < s[0]:
+                continue
+            call, rcall = calls[i], r[0] - rcalls[j][2]
             d = first_at(done, done_t, r[0], lambda e: True, 1)
             n = first_at(posts, posts_t, r[0], lambda e: True, 1)
             if not d or not n or n[0] < d[0]:
                 continue
-            rows.append((t[0] - s[0], r[0] - t[0], d[0] - r[0], n[0] - d[0],
-                         n[0] - s[0]))
+            rows.append((call - s[0], t[0] - call, rcall - t[0], r[0] - rcall,
+                         d[0] - r[0], n[0] - d[0], n[0] - s[0]))
     print(f"ping-pong between pids {pids[0]} and {pids[1]}; TSC "
           f"{hz / 1e9:.3f} GHz; hops followed: {len(rows)}")
     if not rows:

@@ -32,6 +32,12 @@ enum droce_stamp_event {
 					 * a poll's turn of an app-driven
 					 * engine that found nothing to the
 					 * next one's, when over 10 000 */
+	/* the port's own part: its transmit and its receive */
+	DROCE_STAMP_TX_CALL = 7,	/* rte_eth_tx_burst called; a, b, c
+					 * as TX's (what it was given) */
+	DROCE_STAMP_RX_CALL = 8,	/* just before RX: a, TSC cycles the
+					 * rte_eth_rx_burst call that brought
+					 * frames took; c: frames */
 };
 
 #ifdef DROCE_STAMPS
@@ -54,6 +60,12 @@ extern int droce_stamps_on;	/* DROCE_STAMPS was set at load */
 extern __thread struct droce_stamp_ring *droce_stamp_mine
 	__attribute__((tls_model("initial-exec")));
 struct droce_stamp_ring *droce_stamp_ring_new(void);
+
+/* A TSC read for a duration stamped later (0 without the option) */
+static inline uint64_t droce_stamp_clock(void)
+{
+	return droce_stamps_on ? __rdtsc() : 0;
+}
 
 static inline void droce_stamp(uint32_t ev, uint32_t a, uint32_t b,
 			       uint32_t c)
@@ -115,6 +127,11 @@ static inline void droce_stamp_turn(int done)
 }
 
 #else
+
+static inline uint64_t droce_stamp_clock(void)
+{
+	return 0;
+}
 
 static inline void droce_stamp(uint32_t ev, uint32_t a, uint32_t b,
 			       uint32_t c)

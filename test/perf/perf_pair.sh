@@ -349,7 +349,8 @@ MEMIF_X= DEV_X=
 # against the run: the client's signalled WQEs (perftest's one in cq_mod,
 # the last one too), the completions its polls returned, the frames its
 # transmit bursts carried (its c_tx_pkts), and the server's receive
-# bursts as many (memif loses none); devtools/stamps.py follows every
+# bursts (and the receive calls that brought them) as many (memif loses
+# none); devtools/stamps.py follows every
 # signalled WQE of the middle of the run to its completion.
 # stamp_sum <pid> <event> <field: 3 a, 5 c>: the sum over a process's files
 stamp_sum() {
@@ -377,6 +378,10 @@ if [ "${2:-}" = --stamps ] &&
 		v=$(stamp_sum "$spid2" 2 5)
 		[ "$v" = "$(kv "$CLI" c_tx_pkts)" ] ||
 			fail "write_bw-stamps: server bursts brought $v frames of the client's $(kv "$CLI" c_tx_pkts)"
+		# each receive call that brought frames is stamped too (RX_CALL)
+		v=$(stamp_sum "$spid2" 8 5)
+		[ "$v" = "$(kv "$CLI" c_tx_pkts)" ] ||
+			fail "write_bw-stamps: server receive calls brought $v frames of the client's $(kv "$CLI" c_tx_pkts)"
 		out=$(/usr/bin/python3 "$(dirname "$0")/../../devtools/stamps.py" "$WORK/st" 2>&1) ||
 			fail "write_bw-stamps: stamps.py failed: $out"
 		echo "$out" | awk '/^signalled WQEs:/ { s = $3 + 0; f = $NF + 0 }

@@ -514,6 +514,7 @@ static void rx_burst_ahead(struct droce_engine *eng, struct droce_dev *dev,
 
 int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 {
+	uint64_t call;	/* (stamps: when the receive call began) */
 	uint16_t n;
 
 	if (unlikely(dev->loopq_len)) {
@@ -531,9 +532,12 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 		eth_rx_release(eng, b, k);
 		return (int)k;
 	}
+	call = droce_stamp_clock();
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
 	if (n) {
 		eng->rx_tsc = eng->tsc_hz ? eth_turn_tsc(eng) : 0;
+		droce_stamp(DROCE_STAMP_RX_CALL,
+			    (uint32_t)(droce_stamp_clock() - call), 0, n);
 		droce_stamp(DROCE_STAMP_RX, eth_stamp_word(eng->rx[0]),
 			    eth_stamp_word(eng->rx[n - 1]), n);
 	}

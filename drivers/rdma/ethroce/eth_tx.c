@@ -393,6 +393,7 @@ static inline uint16_t tx_burst(struct droce_dev *dev, struct rte_mbuf **m,
 
 	for (uint16_t i = 0; i < want; i++)
 		w[i] = eth_stamp_word(m[i]);
+	droce_stamp(DROCE_STAMP_TX_CALL, w[0], w[want - 1], want);
 	n = rte_eth_tx_burst(dev->port_id, 0, m, want);
 	if (n)
 		droce_stamp(DROCE_STAMP_TX, w[0], w[n - 1], n);
