@@ -542,7 +542,7 @@ static void rtt_report(const char *mode, const char *link, int cores,
 	       (double)s[n - 1] * us);
 }
 
-/* Frames `want` and more out on `port` in as many bursts as it takes */
+/* All `want` frames out on `port`, in as many bursts as it takes */
 static void send_all(uint16_t port, struct rte_mbuf **m, uint16_t want)
 {
 	uint16_t k = 0;
@@ -579,10 +579,12 @@ static int ping_loop(uint16_t out, uint16_t in, bool self_reflect,
 		struct rte_mbuf *m[2], *r[2];
 		uint64_t t0, t_end;
 
-		if (o.ack ? alloc_sized(m, 1, o.ack) != 1 ||
-			    alloc_frames(m + 1, 1) != 1 :
-			    alloc_frames(m, 1) != 1)
+		if (alloc_frames(m + per - 1, 1) != 1)
 			return -1;
+		if (o.ack && alloc_sized(m, 1, o.ack) != 1) {
+			rte_pktmbuf_free(m[1]);
+			return -1;
+		}
 		t0 = rte_rdtsc();
 		t_end = t0 + hz * 2;
 		send_all(out, m, per);
