@@ -20,9 +20,10 @@ write_bw ...) it prints, for the process that posted signalled WQEs (the
 requester) and the other one (the responder):
 
 - each signalled WQE's way, medians and p90 in microseconds: post (its
-  slot started) -> its frame leaves -> the responder receives it -> that
-  burst is handled -> the ACK that covers it leaves -> the requester
-  receives it -> a poll returns the completion;
+  slot started) -> the port is handed its frame -> the port's transmit
+  returns -> the responder's receive call that brings it begins -> that
+  call returns -> the burst is handled -> the ACK that covers it leaves
+  -> the requester receives it -> a poll returns the completion;
 - the requester's waits: from the first poll that found nothing to the
   next completion, as a share of its time (short ones and those over
   7 us apart);
@@ -204,9 +205,13 @@ def main():
     sdone, sdone_t = kind(srv, RX_DONE)
     stx, stx_t = kind(srv, TX, False)
     sig = [e for e in cli if e[1] == SIGNALED and t0 <= e[0] <= t1]
-    names = ["post -> tx", "tx -> responder rx", "rx -> burst handled",
-             "handled -> ACK tx", "ACK tx -> requester rx",
-             "rx -> completion polled", "total"]
+    names = ["post -> tx call", "tx call (the port's)",
+             "tx -> responder's rx call", "rx call (the port's)",
+             "rx -> burst handled", "handled -> ACK tx",
+             "ACK tx -> requester rx", "rx -> completion polled", "total"]
+    ccall_t = [e[0] for e in cli if e[1] == TX_CALL]
+    srcall = [e for e in srv if e[1] == RX_CALL]
+    srcall_t = [e[0] for e in srcall]
     rows = []
     for s in sig:
         psn = s[2] & PSN_MASK
@@ -231,18 +236,25 @@ def main():
         cqe = first_at(cpoll, cpoll_t, arx[0], lambda e: e[4] > 0)
         if not cqe:
             continue
-        rows.append((tx[0] - s[0], rx[0] - tx[0], done[0] - rx[0],
-                     ack[0] - done[0], arx[0] - ack[0], cqe[0] - arx[0],
-                     cqe[0] - s[0]))
+        # the call that handed the port the burst, and the receive call
+        # that brought it (each stamped just before)
+        i = bisect.bisect_right(ccall_t, tx[0]) - 1
+        j = bisect.bisect_right(srcall_t, rx[0]) - 1
+        if i < 0 or j < 0 or ccall_t[i] < s[0]:
+            continue
+        call, rcall = ccall_t[i], rx[0] - srcall[j][2]
+        rows.append((call - s[0], tx[0] - call, rcall - tx[0], rx[0] - rcall,
+                     done[0] - rx[0], ack[0] - done[0], arx[0] - ack[0],
+                     cqe[0] - arx[0], cqe[0] - s[0]))
     print(f"requester pid {req[0]}, responder pid {rsp[0]}; TSC "
           f"{hz / 1e9:.3f} GHz; {span / hz:.3f} s read (the middle 80 %)")
     print(f"signalled WQEs: {len(sig)}, followed to their completion: "
           f"{len(rows)}")
     if rows:
-        print(f"{'':26s} {'median us':>10s} {'p90 us':>8s}")
+        print(f"{'':28s} {'median us':>10s} {'p90 us':>8s}")
         for k, name in enumerate(names):
             v = sorted(r[k] for r in rows)
-            print(f"  {name:24s} {pct(v, 0.5) / us:10.2f} "
+            print(f"  {name:26s} {pct(v, 0.5) / us:10.2f} "
                   f"{pct(v, 0.9) / us:8.2f}")
     waits, start = [], None
     for e in cpoll:
