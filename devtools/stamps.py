@@ -88,6 +88,18 @@ def first_at(evs, times, t, pred, limit=4000):
     return None
 
 
+def port_calls(post, tx_t, rx_t, calls_t, rcalls, rcalls_t):
+    """(when the port was handed the burst that left at tx_t, when the
+    receive call that brought it, returning at rx_t, began), from the
+    TX_CALL and RX_CALL stamped just before each; None if not there (or
+    the handing is older than the post at post)"""
+    i = bisect.bisect_right(calls_t, tx_t) - 1
+    j = bisect.bisect_right(rcalls_t, rx_t) - 1
+    if i < 0 or j < 0 or calls_t[i] < post:
+        return None
+    return calls_t[i], rx_t - rcalls[j][2]
+
+
 def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
@@ -144,13 +156,10 @@ def ping_pong(procs, pids):
                          lambda e: psn_in(psn, e[1], e[2]), 8)
             if not r:
                 continue
-            # the call that handed the port this burst, and the receive
-            # call that brought it (both stamped just before)
-            i = bisect.bisect_right(calls, t[0]) - 1
-            j = bisect.bisect_right(rcalls_t, r[0]) - 1
-            if i < 0 or j < 0 or calls[i] < s[0]:
+            pc = port_calls(s[0], t[0], r[0], calls, rcalls, rcalls_t)
+            if not pc:
                 continue
-            call, rcall = calls[i], r[0] - rcalls[j][2]
+            call, rcall = pc
             d = first_at(done, done_t, r[0], lambda e: True, 1)
             n = first_at(posts, posts_t, r[0], lambda e: True, 1)
             if not d or not n or n[0] < d[0]:
@@ -236,13 +245,10 @@ def main():
         cqe = first_at(cpoll, cpoll_t, arx[0], lambda e: e[4] > 0)
         if not cqe:
             continue
-        # the call that handed the port the burst, and the receive call
-        # that brought it (each stamped just before)
-        i = bisect.bisect_right(ccall_t, tx[0]) - 1
-        j = bisect.bisect_right(srcall_t, rx[0]) - 1
-        if i < 0 or j < 0 or ccall_t[i] < s[0]:
+        pc = port_calls(s[0], tx[0], rx[0], ccall_t, srcall, srcall_t)
+        if not pc:
             continue
-        call, rcall = ccall_t[i], rx[0] - srcall[j][2]
+        call, rcall = pc
         rows.append((call - s[0], tx[0] - call, rcall - tx[0], rx[0] - rcall,
                      done[0] - rx[0], ack[0] - done[0], arx[0] - ack[0],
                      cqe[0] - arx[0], cqe[0] - s[0]))
