@@ -3,12 +3,14 @@
 #
 # app/droce-perf's droce-ceiling, the raw figures devtools/bench.sh puts
 # beside droce's: every mode once, briefly. One process: pps and rtt over
-# the net_ring pair, memcpy, crc, stalls (stopped for 0.2 s: it must see
-# that). Two processes over a memif pair (no kernel side): rx/tx and
-# pong/ping, as bench's ceil_pair runs them; both
+# the net_ring pair (rtt also with --ack), memcpy, crc, stalls (stopped
+# for 0.2 s: it must see that). Two processes over a memif pair (no kernel
+# side): rx/tx and pong/ping (also with --ack, two frames a way), as
+# bench's ceil_pair runs them; both
 # sides must exit 0 (they end quietly: neither is in a burst when the other
 # exits, see ceiling.c), the measuring side print its line, and the counts
-# add up (pong echoes exactly ping's frames). Never a speed beyond > 0.
+# add up (pong echoes exactly ping's frames). Bad --ack sizes are refused.
+# Never a speed beyond > 0.
 #
 # usage: ceiling_smoke.sh <droce-ceiling>
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
