@@ -60,6 +60,11 @@ extern "C" {
  *                  Such a turn sends; what arrives waits for a poll (or
  *                  20 us); a post refused for a full queue runs a whole
  *                  iteration
+ *   rx_spin=N      lcore=app: a poll that finds nothing to send and
+ *                  nothing received looks at the port up to N more times
+ *                  before it returns (default 8, at most 1024; 0: once).
+ *                  An engine serving several devices takes the largest
+ *                  asked for; the keeper thread never spins
  *   cycles=0|1     time the engine's stages with rte_rdtsc (default 0):
  *                  the eng_*_cycles counters below; four TSC reads per
  *                  engine iteration, so off unless measuring
@@ -187,7 +192,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_paced, "now (not a count): QPs of the engine waiting for their rate limit's next send time") \
 	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)") \
 	X(eng_prefetch, "now (not a count): 1 while the engine prefetches QPs ahead (a device of it has 256 QPs or more)") \
-	X(eng_deep_turns, "engine turns whose active list was prefetched a QP further ahead, with the next QP's source bytes (prefetching, and the turn before averaged 4 packets a visit or more)")
+	X(eng_deep_turns, "engine turns whose active list was prefetched a QP further ahead, with the next QP's source bytes (prefetching, and the turn before averaged 4 packets a visit or more)") \
+	X(eng_rx_spins, "lcore=app: looks at the ports that polls with nothing to do took beyond their first (rx_spin)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -63,6 +63,11 @@ static inline void droce_trace_refresh(void)
 #define DROCE_MAX_INLINE	512
 #define DROCE_MAX_RD_ATOMIC	128
 #define DROCE_MAX_MSG		(1u << 31)
+/* lcore=app: how many more times a poll that found nothing to do looks at
+ * the port before it returns (devarg rx_spin; doc/performance.md,
+ * thirty-third round) */
+#define DROCE_DEFAULT_RX_SPIN	8
+#define DROCE_MAX_RX_SPIN	1024
 /* Packet pacing (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT): the range
  * of rates in kbps and the longest burst a QP may be given, bytes. */
 #define DROCE_RATE_MIN_KBPS	1
@@ -606,6 +611,7 @@ struct droce_devargs {
 	uint32_t zc_min;		/* zero-copy tx from this payload size; 0 off */
 	uint32_t cycles;		/* time the engine's stages (eng_*_cycles) */
 	uint32_t post_drive;		/* lcore=app: posts per engine turn; 0 off */
+	uint32_t rx_spin;		/* lcore=app: port looks more in an idle poll */
 };
 
 struct droce_dev {

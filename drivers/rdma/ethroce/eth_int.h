@@ -166,6 +166,7 @@ struct droce_engine {
 	uint64_t keeper_looks;		/* its wake-ups, of which */
 	uint64_t keeper_drives;		/* it drove the engine */
 	uint32_t idle_us;
+	uint32_t rx_spin;		/* lcore=app: the devices' largest rx_spin */
 	bool backlog;			/* a transmit queue was backed up last iteration */
 	/* A device has ETH_PREFETCH_QPS QPs or more (looked at each timer
 	 * tick): QPs are then cold and the engine prefetches them ahead. */
@@ -188,6 +189,7 @@ struct droce_engine {
 	/* load */
 	uint64_t loops;
 	uint64_t busy_loops;
+	uint64_t rx_spins;		/* rx_spin: the polls' extra looks */
 	bool stage_cycles;		/* some device asked for cycles=1 */
 	uint64_t cyc_rx, cyc_work, cyc_tx;	/* TSC per stage, when timed */
 	uint64_t cyc_timers;			/* run_timers and the pacing wheel */
