@@ -14,8 +14,12 @@ post -> the port is handed the frame -> the port's transmit returns ->
 the other process's receive call that brings it begins -> that call
 returns -> the burst is handled -> the other process posts its answer.
 (The port's own parts, its transmit and receive calls, beside what the
-raw ping-pong's take: droce-ceiling has no stamps, but its ping-pong is
-the same two calls a hop.) Otherwise (a stream:
+raw ping-pong's take: droce-ceiling's ping and pong, from a stamps
+build, stamp the same two calls; for them it prints, a direction a
+line, the transmit call, the crossing to the other's receive call that
+brings the frames, that call, and the other's turn from its return to
+its next transmit call: the same parts in the same minutes.) Otherwise
+(a stream:
 write_bw ...) it prints, for the process that posted signalled WQEs (the
 requester) and the other one (the responder):
 
@@ -34,7 +38,8 @@ requester) and the other one (the responder):
   that begin in a busy turn are not seen.
 
 The middle 80 % of the run is read (start and end aside). Exit 0 with a
-report, 1 when the files do not hold two processes, one of them posting.
+report, 1 when the files do not hold two processes, one of them posting
+(or both transmitting: droce-ceiling's), or no hop could be followed.
 Plain Python 3, no packages.
 """
 import bisect
@@ -177,6 +182,52 @@ def ping_pong(procs, pids):
     return 0
 
 
+def raw_ping_pong(procs, pids):
+    """droce-ceiling's ping and pong: each direction's hops, matched by
+    time (a ping-pong alternates): A's transmit call, the crossing to B's
+    receive call that brings the frames, that call, B's turn to its next
+    transmit call; the middle 80 % of A's bursts"""
+    hz = procs[pids[0]][0] or procs[pids[1]][0]
+    if not hz:
+        print("stamps: no TSC rate", file=sys.stderr)
+        return 1
+    us = hz / 1e6
+    names = ["tx call (the port's)", "tx -> other's rx call",
+             "rx call (the port's)", "rx -> its next tx call", "hop"]
+    print(f"raw ping-pong (droce-ceiling) between pids {pids[0]} and "
+          f"{pids[1]}; TSC {hz / 1e9:.3f} GHz")
+    print(f"{'':28s} {'median us':>10s} {'p90 us':>8s}")
+    for a, b in ((pids[0], pids[1]), (pids[1], pids[0])):
+        ea, eb = procs[a][1], procs[b][1]
+        calls_t = [e[0] for e in ea if e[1] == TX_CALL]
+        rcalls = [e for e in eb if e[1] == RX_CALL]
+        rcalls_t = [e[0] for e in rcalls]
+        btx_t = [e[0] for e in eb if e[1] == TX_CALL]
+        # (the middle 80 % of the bursts, not of the time: a few hops
+        # tens of microseconds long would leave the count to chance)
+        txs = [e[0] for e in ea if e[1] == TX and e[4] > 0]
+        rows = []
+        for t in txs[len(txs) // 10:len(txs) - len(txs) // 10]:
+            i = bisect.bisect_right(calls_t, t) - 1
+            j = bisect.bisect_right(rcalls_t, t)
+            if i < 0 or j >= len(rcalls):
+                continue
+            r = rcalls[j]
+            k = bisect.bisect_right(btx_t, r[0])
+            if k >= len(btx_t):
+                continue
+            rows.append((t - calls_t[i], r[0] - r[2] - t, r[2],
+                         btx_t[k] - r[0], btx_t[k] - calls_t[i]))
+        print(f"pid {a} -> pid {b}: hops followed: {len(rows)}")
+        if not rows:
+            return 1
+        for k, name in enumerate(names):
+            v = sorted(x[k] for x in rows)
+            print(f"  {name:26s} {pct(v, 0.5) / us:10.2f} "
+                  f"{pct(v, 0.9) / us:8.2f}")
+    return 0
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip())
@@ -186,6 +237,9 @@ def main():
     rsp = [p for p in procs if p not in req]
     if len(req) == 2 and not rsp:
         return ping_pong(procs, req)
+    if not req and len(rsp) == 2 and all(
+            any(x[1] == TX for x in procs[p][1]) for p in rsp):
+        return raw_ping_pong(procs, sorted(rsp))
     if len(req) != 1 or len(rsp) != 1:
         print(f"stamps: want two processes, one or both posting; found "
               f"{len(req)} posting and {len(rsp)} not", file=sys.stderr)

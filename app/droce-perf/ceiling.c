@@ -66,6 +66,7 @@
 #include <rte_pause.h>
 #include <rte_ring.h>
 
+#include "droce_stamp.h"
 #include "roce.h"
 
 #define BURST		32
@@ -542,13 +543,44 @@ static void rtt_report(const char *mode, const char *link, int cores,
 	       (double)s[n - 1] * us);
 }
 
+/*
+ * The port's two calls, stamped as droce's engine stamps them (a build
+ * with -Dstamps=true, DROCE_STAMPS set; lib/rdma/droce_stamp.h): a
+ * ping-pong's hop then reads apart as droce's does, in the same minutes
+ * (devtools/stamps.py). Frames are not RoCE here: their words are ~0.
+ */
+static inline uint16_t tx_stamped(uint16_t port, struct rte_mbuf **m,
+				  uint16_t n)
+{
+	uint16_t k;
+
+	droce_stamp(DROCE_STAMP_TX_CALL, ~0u, ~0u, n);
+	k = rte_eth_tx_burst(port, 0, m, n);
+	droce_stamp(DROCE_STAMP_TX, ~0u, ~0u, k);
+	return k;
+}
+
+static inline uint16_t rx_stamped(uint16_t port, struct rte_mbuf **m,
+				  uint16_t n)
+{
+	uint64_t call = droce_stamp_clock();
+	uint16_t k = rte_eth_rx_burst(port, 0, m, n);
+
+	if (k) {
+		droce_stamp(DROCE_STAMP_RX_CALL,
+			    (uint32_t)(droce_stamp_clock() - call), 0, k);
+		droce_stamp(DROCE_STAMP_RX, ~0u, ~0u, k);
+	}
+	return k;
+}
+
 /* All `want` frames out on `port`, in as many bursts as it takes */
 static void send_all(uint16_t port, struct rte_mbuf **m, uint16_t want)
 {
 	uint16_t k = 0;
 
 	while (k < want)
-		k += rte_eth_tx_burst(port, 0, m + k, (uint16_t)(want - k));
+		k += tx_stamped(port, m + k, (uint16_t)(want - k));
 }
 
 /* `want` frames in on `port` (into m), or false after t_end */
@@ -558,7 +590,7 @@ static bool recv_all(uint16_t port, struct rte_mbuf **m, uint16_t want,
 	uint16_t k = 0;
 
 	while (k < want) {
-		k += rte_eth_rx_burst(port, 0, m + k, (uint16_t)(want - k));
+		k += rx_stamped(port, m + k, (uint16_t)(want - k));
 		if (k < want && rte_rdtsc() > t_end) {
 			rte_pktmbuf_free_bulk(m, k);
 			return false;
@@ -668,7 +700,7 @@ static int mode_pong(void)
 	end = rte_rdtsc() + (uint64_t)(o.secs * (double)hz);
 	for (uint64_t now = rte_rdtsc(); now < end && echoed < want;
 	     now = rte_rdtsc()) {
-		uint16_t n = rte_eth_rx_burst(port_a, 0, m, BURST), k = 0;
+		uint16_t n = rx_stamped(port_a, m, BURST), k = 0;
 
 		if (n == 0) {
 			if (last && now - last > hz)
@@ -677,7 +709,7 @@ static int mode_pong(void)
 		}
 		last = now;
 		while (k < n)
-			k += rte_eth_tx_burst(port_a, 0, m + k, (uint16_t)(n - k));
+			k += tx_stamped(port_a, m + k, (uint16_t)(n - k));
 		echoed += n;
 	}
 	printf("CEILING mode=pong echoed=%" PRIu64 "\n", echoed);
