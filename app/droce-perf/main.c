@@ -140,7 +140,9 @@ static void usage(const char *argv0)
 	printf("                             thread, the server's on the worker (an engine per side)\n");
 	printf("      --idle_us=<us>         loopback: engine idle sleep limit (droce's idle_us)\n");
 	printf("      --post_drive=<n>       loopback: app-driven engine turned every <n> posts\n"
-	       "                             (droce's post_drive; 0: only polls drive it)\n");
+	       "                             (droce's post_drive; 0: only polls drive it)\n"
+	       "      --rx_spin=<n>          loopback: an idle poll of an app-driven engine looks\n"
+	       "                             at the port <n> more times (droce's rx_spin)\n");
 	printf("      --nb_mbuf=<n>          loopback: mbufs per device (droce's nb_mbuf)\n");
 	printf("      --zc_min=<bytes>       loopback: zero-copy transmit of packet payloads\n"
 	       "                             of at least this size (droce's zc_min; 0 off)\n");
@@ -159,7 +161,7 @@ static void usage(const char *argv0)
 enum {
 	O_REPORT_GBITS = 256, O_OUTPUT, O_LOOPBACK, O_ENGINE, O_IDLE_US,
 	O_NB_MBUF, O_ZC_MIN, O_PER_QP, O_KV, O_CHECK, O_CYCLES, O_DONT_XCHG,
-	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RUN_INF,
+	O_NO_INFO, O_RETRY_CONNECT, O_OLD_POST_SEND, O_POST_DRIVE, O_RX_SPIN, O_RUN_INF,
 	O_REPORT_BOTH, O_USE_SRQ, O_CPU_UTIL, O_LATENCY_GAP, O_MR_PER_QP,
 	O_USE_HUGEPAGES, O_NO_LOCK,
 	O_TCLASS, O_FLOW_LABEL, O_RATE_LIMIT, O_RATE_UNITS, O_RATE_LIMIT_TYPE,
@@ -224,6 +226,7 @@ static int parse_args(int argc, char **argv)
 		{ "engine", 1, NULL, O_ENGINE },
 		{ "idle_us", 1, NULL, O_IDLE_US },
 		{ "post_drive", 1, NULL, O_POST_DRIVE },
+		{ "rx_spin", 1, NULL, O_RX_SPIN },
 		{ "nb_mbuf", 1, NULL, O_NB_MBUF },
 		{ "zc_min", 1, NULL, O_ZC_MIN },
 		{ "per_qp", 0, NULL, O_PER_QP }, { "kv", 0, NULL, O_KV },
@@ -435,6 +438,11 @@ static int parse_args(int argc, char **argv)
 			if (parse_num(optarg, 0, 1 << 20, &v))
 				return bad("post_drive", optarg);
 			opt.post_drive = (int)v;
+			break;
+		case O_RX_SPIN:
+			if (parse_num(optarg, 0, 1024, &v))
+				return bad("rx_spin", optarg);
+			opt.rx_spin = (int)v;
 			break;
 		case O_IDLE_US:
 			if (parse_num(optarg, 0, 1000000, &v))
@@ -1032,6 +1040,9 @@ static int main_loopback(const char *argv0)
 	if (opt.post_drive >= 0)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",post_drive=%d", opt.post_drive);
+	if (opt.rx_spin >= 0)
+		snprintf(common + strlen(common), sizeof(common) - strlen(common),
+			 ",rx_spin=%d", opt.rx_spin);
 	if (opt.nb_mbuf)
 		snprintf(common + strlen(common), sizeof(common) - strlen(common),
 			 ",nb_mbuf=%u", opt.nb_mbuf);
@@ -1472,6 +1483,7 @@ int main(int argc, char **argv)
 	opt.margin = -1;
 	opt.idle_us = -1;
 	opt.post_drive = -1;
+	opt.rx_spin = -1;
 	opt.post_list = 1;
 	opt.limit_bw = -1;
 	opt.limit_msgrate = -1;

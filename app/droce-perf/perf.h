@@ -130,6 +130,7 @@ struct perf_opts {
 	enum perf_engine engine;
 	int idle_us;			/* -1: droce's default */
 	int post_drive;			/* -1: droce's default */
+	int rx_spin;			/* -1: droce's default */
 	unsigned int nb_mbuf;		/* 0: droce's default */
 	unsigned int zc_min;		/* 0: droce's default (off) */
 	bool per_qp;			/* per-QP table */

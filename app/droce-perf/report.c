@@ -660,7 +660,7 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       " %s_stalls=%" PRIu64 " %s_timeouts_stalled=%" PRIu64
 	       " %s_rx_no_recv=%" PRIu64 " %s_pace_waits=%" PRIu64
 	       " %s_tx_bursts=%" PRIu64 " %s_eng_prefetch=%" PRIu64
-	       " %s_eng_deep_turns=%" PRIu64
+	       " %s_eng_deep_turns=%" PRIu64 " %s_eng_rx_spins=%" PRIu64
 	       " %s_eng_keeper_looks=%" PRIu64 " %s_eng_keeper_drives=%" PRIu64,
 	       p, b->tx_pkts - a->tx_pkts, p, b->rx_pkts - a->rx_pkts,
 	       p, b->tx_bytes - a->tx_bytes, p, b->retransmits - a->retransmits,
@@ -675,6 +675,7 @@ static void kv_stats(const struct perf_side *s, const char *p)
 	       p, b->tx_bursts - a->tx_bursts,
 	       p, b->eng_prefetch,	/* (a gauge: at the end) */
 	       p, b->eng_deep_turns - a->eng_deep_turns,
+	       p, b->eng_rx_spins - a->eng_rx_spins,
 	       p, b->eng_keeper_looks - a->eng_keeper_looks,
 	       p, b->eng_keeper_drives - a->eng_keeper_drives);
 }

@@ -176,7 +176,19 @@ if pair write_lat write_lat -s 8 -n 2000; then
 	[ "$v" = 2000 ] || fail "write_lat: ${v:-?} iterations, want 2000"
 	awk -v m="$(kv "$CLI" t_median)" 'BEGIN { exit !(m > 0) }' ||
 		fail "write_lat: no median latency"
+	# the client waits for each answer: its idle polls look again
+	# (rx_spin, default 8); with rx_spin=0 (below) none does
+	[ "$(kv "$CLI" c_eng_rx_spins)" -gt 0 ] 2>/dev/null ||
+		fail "write_lat: c_eng_rx_spins=$(kv "$CLI" c_eng_rx_spins), want > 0"
 fi
+DEV_X=",rx_spin=0"
+if pair write_lat-rx_spin0 write_lat -s 8 -n 500; then
+	[ "$(kv "$CLI" iters)" = 500 ] ||
+		fail "write_lat-rx_spin0: $(kv "$CLI" iters) iterations, want 500"
+	[ "$(kv "$CLI" c_eng_rx_spins)" = 0 ] ||
+		fail "write_lat-rx_spin0: c_eng_rx_spins=$(kv "$CLI" c_eng_rx_spins), want 0"
+fi
+DEV_X=
 # --mr_per_qp (an MR per QP, so each QP's READs use its own RKey) and
 # -y, met: the passive server checks the client's figures, exit 0
 if pair read_bw-mr read_bw --mr_per_qp -q 3 -s 256 -n 1000 --check -y 0.000001; then

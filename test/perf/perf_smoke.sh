@@ -595,5 +595,6 @@ refused "write_bw --typical_pkt_size" "Typical packet size only supports PP" wri
 refused "write_lat SW" "SW Rate limiter cann't be executed" write_lat --rate_limit 1 --rate_limit_type SW
 refused "write_bw SW --run_infinitely" "run_infinitely does not support rate limit" write_bw --rate_limit 1 --rate_limit_type SW --run_infinitely
 refused "write_bw PP 1e9 MB/s" "Failed to modify QP to RTS" write_bw --rate_limit 1000000000 --rate_units M --rate_limit_type PP
+refused "write_lat --rx_spin=2000" "Invalid rx_spin" write_lat --rx_spin=2000
 
 finish "$RUNS runs"
