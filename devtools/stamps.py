@@ -109,6 +109,16 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
+def table(names, rows, us, head=True):
+    """each column of rows (TSC cycles), a line: median and p90 in us"""
+    if head:
+        print(f"{'':28s} {'median us':>10s} {'p90 us':>8s}")
+    for k, name in enumerate(names):
+        v = sorted(r[k] for r in rows)
+        print(f"  {name:26s} {pct(v, 0.5) / us:10.2f} "
+              f"{pct(v, 0.9) / us:8.2f}")
+
+
 def is_data(word):
     return word != NOT_ROCE and (word >> 24) != ACK_OPCODE
 
@@ -175,10 +185,7 @@ def ping_pong(procs, pids):
           f"{hz / 1e9:.3f} GHz; hops followed: {len(rows)}")
     if not rows:
         return 1
-    print(f"{'':26s} {'median us':>10s} {'p90 us':>8s}")
-    for k, name in enumerate(names):
-        v = sorted(r[k] for r in rows)
-        print(f"  {name:24s} {pct(v, 0.5) / us:10.2f} {pct(v, 0.9) / us:8.2f}")
+    table(names, rows, us)
     return 0
 
 
@@ -221,10 +228,7 @@ def raw_ping_pong(procs, pids):
         print(f"pid {a} -> pid {b}: hops followed: {len(rows)}")
         if not rows:
             return 1
-        for k, name in enumerate(names):
-            v = sorted(x[k] for x in rows)
-            print(f"  {name:26s} {pct(v, 0.5) / us:10.2f} "
-                  f"{pct(v, 0.9) / us:8.2f}")
+        table(names, rows, us, head=False)
     return 0
 
 
@@ -311,11 +315,7 @@ def main():
     print(f"signalled WQEs: {len(sig)}, followed to their completion: "
           f"{len(rows)}")
     if rows:
-        print(f"{'':28s} {'median us':>10s} {'p90 us':>8s}")
-        for k, name in enumerate(names):
-            v = sorted(r[k] for r in rows)
-            print(f"  {name:26s} {pct(v, 0.5) / us:10.2f} "
-                  f"{pct(v, 0.9) / us:8.2f}")
+        table(names, rows, us)
     waits, start = [], None
     for e in cpoll:
         if not t0 <= e[0] <= t1:
