@@ -566,11 +566,8 @@ static inline uint16_t rx_stamped(uint16_t port, struct rte_mbuf **m,
 	uint64_t call = droce_stamp_clock();
 	uint16_t k = rte_eth_rx_burst(port, 0, m, n);
 
-	if (k) {
-		droce_stamp(DROCE_STAMP_RX_CALL,
-			    (uint32_t)(droce_stamp_clock() - call), 0, k);
-		droce_stamp(DROCE_STAMP_RX, ~0u, ~0u, k);
-	}
+	if (k)
+		droce_stamp_rx(call, ~0u, ~0u, k);
 	return k;
 }
 

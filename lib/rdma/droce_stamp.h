@@ -154,4 +154,18 @@ static inline void droce_stamp_turn(int done)
 }
 
 #endif /* DROCE_STAMPS */
+
+/* A receive call begun at `call` (droce_stamp_clock() just before it)
+ * that brought n frames: RX_CALL with its length, then RX with the first
+ * and last frame's words, in that order (stamps.py finds a burst's call
+ * as the RX_CALL just before its RX). droce's engine and droce-ceiling
+ * stamp their calls alike with it. */
+static inline void droce_stamp_rx(uint64_t call, uint32_t first,
+				  uint32_t last, uint32_t n)
+{
+	droce_stamp(DROCE_STAMP_RX_CALL, (uint32_t)(droce_stamp_clock() - call),
+		    0, n);
+	droce_stamp(DROCE_STAMP_RX, first, last, n);
+}
+
 #endif /* DROCE_STAMP_H */

@@ -536,10 +536,8 @@ int eth_rx(struct droce_engine *eng, struct droce_dev *dev)
 	n = rte_eth_rx_burst(dev->port_id, 0, eng->rx, ETH_RX_BURST);
 	if (n) {
 		eng->rx_tsc = eng->tsc_hz ? eth_turn_tsc(eng) : 0;
-		droce_stamp(DROCE_STAMP_RX_CALL,
-			    (uint32_t)(droce_stamp_clock() - call), 0, n);
-		droce_stamp(DROCE_STAMP_RX, eth_stamp_word(eng->rx[0]),
-			    eth_stamp_word(eng->rx[n - 1]), n);
+		droce_stamp_rx(call, eth_stamp_word(eng->rx[0]),
+			       eth_stamp_word(eng->rx[n - 1]), n);
 	}
 
 	if (unlikely(eng->prefetch)) {
