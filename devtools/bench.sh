@@ -104,6 +104,7 @@ echo "# droce benchmark"
 echo
 echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs, $(uname -r)"
+echo "- CPU: $(cpu_line)"
 echo "- droce: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cut -c1-7 "$ROOT/SNAPSHOT_OF" 2>/dev/null) ($BUILD)"
 echo "- isal: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9]*\).*/\1/p')"
 echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each"

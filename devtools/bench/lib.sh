@@ -37,6 +37,22 @@ mul() {
 	awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a * b }'
 }
 
+# cpu_line: what tells one machine of this lab from another (the host
+# hands out different CPUs under the same model name: family 25 model 1
+# is a Zen 3, 26 a Zen 5), its clock and the two CPU features droce's
+# ICRC kernels choose between
+cpu_line() {
+	local fam mod mhz l3 f feats=
+	fam=$(lscpu | sed -n 's/^CPU family: *//p')
+	mod=$(lscpu | sed -n 's/^Model: *//p')
+	mhz=$(awk -F': *' '/^cpu MHz/ { printf "%.0f", $2; exit }' /proc/cpuinfo)
+	l3=$(lscpu | sed -n 's/^L3 cache: *//p')
+	for f in avx512f vpclmulqdq; do
+		if grep -qw "$f" /proc/cpuinfo; then feats="$feats $f"; else feats="$feats no-$f"; fi
+	done
+	echo "family ${fam:-?} model ${mod:-?}, ${mhz:-?} MHz, L3 ${l3:-?},$feats"
+}
+
 # eal <cores> <tag> [vdev]: EAL arguments for one process
 eal() {
 	echo "-l $1 $EAL_MEM --no-pci $LOG --file-prefix bench$$$2${3:+ --vdev=$3}"
