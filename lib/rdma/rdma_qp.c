@@ -175,7 +175,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	struct droce_dev *dev = droce_dev_of_ctx(ctx);
 	struct droce_pd *pd;
 	struct droce_qp *qp;
-	uint32_t sge, inl, stride, cnt, idx;
+	uint32_t hdr, sge, inl, stride, cnt, idx;
 	int socket = rte_eth_dev_socket_id(dev->port_id);
 
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == NULL ||
@@ -239,19 +239,25 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	qp->rd_jobs = qp->rd_jobs_inline;
 	qp->atm_cache = qp->atm_inline;
 	qp->rd_mask = DROCE_READ_JOBS_INLINE - 1;
-	/* Send WQE slot: ctrl + raddr + max(SGEs, inline), in basic blocks. */
+	/*
+	 * Send WQE slot, in basic blocks: the segments ahead of the data
+	 * (ctrl + the UD address vector; ctrl + raddr + atomic, or ctrl + a
+	 * bind, on a connected QP), then max(SGEs, inline), sized per QP
+	 * type as mlx5 does: an RC WQE with one SGE is one block, not the
+	 * two a UD one needs, and a window of them half the lines.
+	 */
+	hdr = DROCE_SEG * (a->qp_type == IBV_QPT_UD ? 1 + DROCE_UD_AV_SEGS :
+			   RTE_MAX(3u, 1u + DROCE_BIND_SEGS));
 	sge = RTE_MAX(a->cap.max_send_sge, 1u);
 	inl = a->cap.max_inline_data;
-	/* ctrl + (raddr + atomic | UD address vector) + data */
-	stride = RTE_MAX(DROCE_SEG * (1 + DROCE_UD_AV_SEGS) + DROCE_SEG * sge,
-			 DROCE_SEG * (1 + DROCE_UD_AV_SEGS) + 4 + inl);
+	stride = RTE_MAX(hdr + DROCE_SEG * sge, hdr + 4 + inl);
 	stride = RTE_ALIGN_CEIL(stride, DROCE_BB);
 	cnt = rte_align32pow2(RTE_MAX(a->cap.max_send_wr, 1u));
 	qp->sq_stride = stride;
 	qp->sq_cnt = cnt;
-	qp->sq_max_sge = RTE_MIN((stride - DROCE_SEG * (1 + DROCE_UD_AV_SEGS)) /
-				 DROCE_SEG, (uint32_t)DROCE_MAX_SGE);
-	qp->sq_max_inline = RTE_MIN(stride - DROCE_SEG * (1 + DROCE_UD_AV_SEGS) - 4,
+	qp->sq_max_sge = RTE_MIN((stride - hdr) / DROCE_SEG,
+				 (uint32_t)DROCE_MAX_SGE);
+	qp->sq_max_inline = RTE_MIN(stride - hdr - 4,
 				    (uint32_t)DROCE_MAX_INLINE);
 	qp->sq_max_wr = cnt;
 	qp->sq_buf = rte_zmalloc_socket("droce_sq", (size_t)stride * cnt,

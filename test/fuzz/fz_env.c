@@ -215,7 +215,7 @@ static struct ibv_qp *make_qp(struct ibv_context *ctx, struct ibv_pd *pd,
 	a.cap.max_recv_wr = srq ? 0 : 16;
 	a.cap.max_send_sge = 4;
 	a.cap.max_recv_sge = 2;
-	a.cap.max_inline_data = 256;
+	a.cap.max_inline_data = 280;	/* fuzz_rx: 2-packet inline SENDs at MTU 256 */
 	a.pd = pd;
 	a.comp_mask = IBV_QP_INIT_ATTR_PD;
 	if (ex) {

@@ -17,6 +17,12 @@
  *  - a WQE the application scribbled on (unknown opcode in the ring)
  *    completes with IBV_WC_LOC_QP_OP_ERR; the engine reads nothing outside
  *    the slot and the QP goes to the error state.
+ *  - send WQE slots are sized per QP type (as mlx5's): an RC or UC QP
+ *    with one SGE and no inline data gets one 64-byte basic block, a UD
+ *    QP two (its address vector); the caps returned are what the slot
+ *    holds, and in one-block slots, the largest connected WQEs (an atomic,
+ *    a memory window bind, inline data up to max_inline_data) still work
+ *    while one byte or one SGE more is refused with EINVAL.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -336,6 +342,121 @@ static void scribbled_wqe(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	printf("scribbled WQE: IBV_WC_LOC_QP_OP_ERR, QP in error\n");
 }
 
+/* Slot sizes and the caps they give, per QP type (see the top). */
+static void slot_sizes(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
+		       struct ibv_mr *bmr)
+{
+	static const struct {
+		enum ibv_qp_type type;
+		uint32_t sge, inl;	/* asked for */
+		uint32_t stride, max_sge, max_inl;	/* given */
+	} t[] = {
+		{ IBV_QPT_RC, 1, 0, 64, 1, 12 },
+		{ IBV_QPT_UC, 1, 0, 64, 1, 12 },
+		{ IBV_QPT_UD, 1, 0, 128, 4, 60 },
+		{ IBV_QPT_RC, 2, 0, 128, 5, 76 },
+		{ IBV_QPT_RC, 1, 13, 128, 5, 76 },
+		{ IBV_QPT_RC, 1, 220, 320, 16, 268 },
+		{ IBV_QPT_UD, 1, 220, 320, 16, 252 },
+		{ IBV_QPT_RC, 16, 512, 576, 16, 512 },
+	};
+	struct dt_cq cq;
+	struct dt_rc_pair c;
+	struct dt_qp_cfg qc;
+	struct dt_conn_cfg cc;
+	struct ibv_wc wc[4];
+	struct ibv_sge sg[2];
+	struct ibv_send_wr wr, *bad;
+	struct ibv_mr *mwmr;
+	struct ibv_mw *mw;
+	uint64_t v = 41;
+
+	dt_cq_create(A, 16, false, &cq);
+	for (size_t i = 0; i < RTE_DIM(t); i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq.cq, .recv_cq = cq.cq, .qp_type = t[i].type,
+			.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+				 .max_send_sge = t[i].sge, .max_recv_sge = 1,
+				 .max_inline_data = t[i].inl } };
+		struct ibv_qp *qp = ibv_create_qp(A->pd, &ia);
+
+		CHECK_PTR(qp);
+		CHECK_EQ(droce_qp_of(qp)->sq_stride, t[i].stride);
+		CHECK_EQ(ia.cap.max_send_sge, t[i].max_sge);
+		CHECK_EQ(ia.cap.max_inline_data, t[i].max_inl);
+		CHECK_OK(ibv_destroy_qp(qp));
+	}
+	dt_cq_destroy(&cq);
+
+	/* One-block RC slots: the largest WQEs they must hold. */
+	dt_qp_cfg_default(&qc);
+	qc.max_send_sge = 1;
+	qc.max_inline_data = 0;
+	dt_conn_cfg_default(&cc);
+	cc.access = DT_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC;
+	dt_rc_pair_open(&c, A, B, 64, &qc, &cc, NULL, 0x600, 0x700);
+	CHECK_EQ(droce_qp_of(c.qa)->sq_stride, 64);
+	CHECK_EQ(c.capa.max_inline_data, 12);
+	/* ctrl + raddr + atomic + data: the whole block */
+	memcpy(bbuf, &v, 8);
+	dt_post_one(c.qa, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, abuf, 8, amr->lkey,
+		    bbuf, bmr->rkey, IBV_SEND_SIGNALED);
+	CHECK_EQ(dt_wait_wc(&c.sa, wc, 1, DT_WAIT_S, "FETCH_AND_ADD"), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_FETCH_ADD);
+	CHECK_EQ(wc[0].wr_id, 1);
+	memcpy(&v, abuf, 8);
+	CHECK_EQ(v, 41);
+	memcpy(&v, bbuf, 8);
+	CHECK_EQ(v, 42);
+	/* inline WRITE of max_inline_data bytes (ctrl + raddr + 16) */
+	dt_fill_random(abuf + 64, 12);
+	memset(bbuf + 64, 0, 16);
+	dt_post_one(c.qa, IBV_WR_RDMA_WRITE, 2, abuf + 64, 12, amr->lkey,
+		    bbuf + 64, bmr->rkey, IBV_SEND_SIGNALED | IBV_SEND_INLINE);
+	CHECK_EQ(dt_wait_wc(&c.sa, wc, 1, DT_WAIT_S, "inline WRITE"), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_RDMA_WRITE);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK(memcmp(abuf + 64, bbuf + 64, 12) == 0);
+	CHECK(bbuf[64 + 12] == 0);
+	/* one byte or one SGE more: refused, nothing posted */
+	sg[0] = (struct ibv_sge){ (uintptr_t)(abuf + 64), 13, amr->lkey };
+	sg[1] = sg[0];
+	wr = (struct ibv_send_wr){ .wr_id = 3, .sg_list = sg, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE,
+				   .send_flags = IBV_SEND_SIGNALED |
+						 IBV_SEND_INLINE };
+	wr.wr.rdma.remote_addr = (uintptr_t)(bbuf + 64);
+	wr.wr.rdma.rkey = bmr->rkey;
+	CHECK_EQ(ibv_post_send(c.qa, &wr, &bad), EINVAL);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.num_sge = 2;
+	CHECK_EQ(ibv_post_send(c.qa, &wr, &bad), EINVAL);
+	/* a type 2 window bound through the send queue: ctrl + bind */
+	mwmr = dt_reg_mr(A->pd, abuf + 8192, 4096, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND);
+	CHECK_PTR(mwmr);
+	mw = ibv_alloc_mw(A->pd, IBV_MW_TYPE_2);
+	CHECK_PTR(mw);
+	wr = (struct ibv_send_wr){ .wr_id = 4, .opcode = IBV_WR_BIND_MW,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mwmr, .addr = (uintptr_t)(abuf + 8192), .length = 4096,
+		.mw_access_flags = IBV_ACCESS_REMOTE_READ };
+	CHECK_OK(ibv_post_send(c.qa, &wr, &bad));
+	CHECK_EQ(dt_wait_wc(&c.sa, wc, 1, DT_WAIT_S, "BIND_MW"), 1);
+	CHECK_EQ(wc[0].status, IBV_WC_SUCCESS);
+	CHECK_EQ(wc[0].opcode, IBV_WC_BIND_MW);
+	CHECK_EQ(wc[0].wr_id, 4);
+	CHECK_EQ(dt_cq_drain_unexpected(&c.sa, "after the slot checks"), 0);
+	dt_rc_pair_close(&c);
+	CHECK_OK(ibv_dealloc_mw(mw));
+	CHECK_OK(ibv_dereg_mr(mwmr));
+}
+
 int main(void)
 {
 	uint8_t *abuf = dt_alloc(1 << 16), *bbuf = dt_alloc(1 << 16);
@@ -356,6 +477,7 @@ int main(void)
 	deep_queue(abuf, amr, bbuf, bmr);
 	grow_in_sqd(abuf, amr, bbuf, bmr);
 	scribbled_wqe(abuf, amr, bbuf, bmr);
+	slot_sizes(abuf, amr, bbuf, bmr);
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));
 	dt_fini(&env);
