@@ -27,7 +27,10 @@
 #             port_mtu=4288); beside droce-ceiling tx/rx and ping/pong over
 #             the same memif pair (for write_lat and send_lat also with an
 #             ACK-sized frame ahead each way, --ack 62: what an RC
-#             ping-pong puts on the link)
+#             ping-pong puts on the link); WRITE, SEND and READ of 64 B
+#             with --cycles: each side's cycles a frame sent and received
+#             (requester and responder), beside the raw sender's and
+#             receiver's
 #   cycles    TSC cycles per message and per frame with the engine driven
 #             by the one thread (--engine=app --cycles), SEND/WRITE/READ
 #   callgrind instructions per message/frame (valgrind --tool=callgrind,
@@ -257,6 +260,37 @@ if has remote; then
 	remote_row write_bw 64 -t 512 --no_lock
 	echo
 	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
+	echo
+	# Each side's cost a frame, transmit and receive (--cycles: each
+	# engine times its stages), beside the raw pair's sender and receiver
+	# in the window before: droce's own work against the port's calls,
+	# whose cost follows the host's placement of the two vCPUs
+	echo "| test, 64 B | requester: work a frame sent (frames a message) | its port's transmit a frame | its receive a frame | responder: receive a frame | its work a frame sent (frames a message) | its port's transmit a frame | raw sender a frame | raw receiver a frame |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for t in write_bw send_bw read_bw; do
+		frame=$(frame_of "${t%_bw}" 64 $MTU_M)
+		CW=(); CT=(); CR=(); CF=(); SR=(); SW=(); ST=(); SF=(); RT=(); RX=()
+		for _ in $(seq "$REPS"); do
+			c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
+			d=$(pair "$t" -s 64 -D "$WIN" --cycles)
+			printf '%s\n' "$c" "$d" >>"$WORK/remote.lines"
+			n=$(kvget "$d" run_msgs)
+			[ -n "$(kvget "$d" s_eng_loops)" ] && [ -n "$n" ] || continue
+			CW+=("$(kvget "$d" c_eng_work_per_tx_frame)")
+			CT+=("$(kvget "$d" c_eng_tx_per_tx_frame)")
+			CR+=("$(kvget "$d" c_eng_rx_per_rx_frame)")
+			CF+=("$(div "$(kvget "$d" c_tx_pkts)" "$n" 3)")
+			SR+=("$(kvget "$d" s_eng_rx_per_rx_frame)")
+			SW+=("$(kvget "$d" s_eng_work_per_tx_frame)")
+			ST+=("$(kvget "$d" s_eng_tx_per_tx_frame)")
+			SF+=("$(div "$(kvget "$d" c_rx_pkts)" "$n" 3)")
+			RT+=("$(kvget "$c" tx_cyc_per_pkt)")
+			RX+=("$(kvget "$c" cyc_per_pkt)")
+		done
+		echo "| $t | $(fmt "$(median "${CW[@]}")" 0) ($(fmt "$(median "${CF[@]}")" 3)) | $(fmt "$(median "${CT[@]}")" 0) | $(fmt "$(median "${CR[@]}")" 0) | $(fmt "$(median "${SR[@]}")" 0) | $(fmt "$(median "${SW[@]}")" 0) ($(fmt "$(median "${SF[@]}")" 3)) | $(fmt "$(median "${ST[@]}")" 0) | $(fmt "$(median "${RT[@]}")" 0) | $(fmt "$(median "${RX[@]}")" 0) |"
+	done
+	echo
+	echo "TSC cycles a frame, medians of $REPS windows (droce-perf --cycles on both ends: each engine's receive, work and transmit stages over the frames it received or sent; one frame each way a message but the ACKs, which cover many WRITEs or SENDs). work: from the WQE or the request to the frame queued (header image, copy, ICRC; the responder's ACKs and READ responses); receive: the port's receive call, parse, ICRC check, placement or completion. raw sender: its CPU time a frame, spins on a full ring included (an upper bound); raw receiver: its CPU time a frame."
 	echo
 	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"

@@ -129,8 +129,10 @@ stalls_line() {
 # pair <args...>: droce-perf server (core 0) and client (core 1), two
 # processes joined by a memif pair, app-driven engines (one busy thread per
 # core), perftest's TCP exchange on 127.0.0.1. Prints the client's
-# DROCE_PERF line. MEMIF_ARGS: more memif vdev arguments (",bsize=4352"),
-# here and in ceil_pair; PAIR_DEVARGS: more droce device arguments.
+# DROCE_PERF line; with --cycles, then the client's and the server's
+# DROCE_ENGINE lines (keys c_eng_*, s_eng_*: kvget reads across them).
+# MEMIF_ARGS: more memif vdev arguments (",bsize=4352"), here and in
+# ceil_pair; PAIR_DEVARGS: more droce device arguments.
 pair() {
 	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
 	dir=$WORK/pair.$PAIR_N
@@ -162,12 +164,21 @@ pair() {
 	wait $spid 2>/dev/null
 	rm -f "$sock"
 	grep -m1 '^DROCE_PERF ' "$dir/client"
+	case " $* " in
+	*" --cycles "*)
+		grep -m1 '^DROCE_ENGINE ' "$dir/client"
+		# (a server that posts, send_bw's, reports as a main side)
+		grep -m1 '^DROCE_ENGINE ' "$dir/server" |
+			sed 's/ c_eng_/ s_eng_/g' ;;
+	esac
 	return 0
 }
 
 # ceil_pair <rx-mode> <tx-mode> <args...>: droce-ceiling over a memif pair,
 # the receiver (rx/pong) on core 0, the sender (tx/ping) on core 1. Prints
-# the line of the side that measures (rx for pps, ping for RTT).
+# the line of the side that measures (rx for pps, ping for RTT); an rx line
+# gets the sender's cycles a frame as tx_cyc_per_pkt (its spins on a full
+# ring included: an upper bound).
 ceil_pair() {
 	local rxm=$1 txm=$2 sock dir rpid t0 line PAIR_N=${BASHPID}x${RANDOM}
 	shift 2
@@ -191,7 +202,9 @@ ceil_pair() {
 	wait $rpid 2>/dev/null
 	rm -f "$sock"
 	if [ "$rxm" = rx ]; then
-		grep -m1 '^CEILING mode=rx frame' "$dir/rx"
+		line=$(grep -m1 '^CEILING mode=rx frame' "$dir/rx")
+		[ -n "$line" ] && echo "$line tx_cyc_per_pkt=$(kvget \
+			"$(grep -m1 '^CEILING mode=tx' "$dir/tx")" cyc_per_pkt)"
 	else
 		grep -m1 '^CEILING mode=ping' "$dir/tx"
 	fi
