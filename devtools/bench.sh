@@ -265,11 +265,12 @@ if has remote; then
 	# engine times its stages), beside the raw pair's sender and receiver
 	# in the window before: droce's own work against the port's calls,
 	# whose cost follows the host's placement of the two vCPUs
-	echo "| test, 64 B | requester: work a frame sent (frames a message) | its port's transmit a frame | its receive a frame | responder: receive a frame | its work a frame sent (frames a message) | its port's transmit a frame | raw sender a frame | raw receiver a frame |"
+	echo "| test, 64 B | requester: work a frame sent (frames a message) | its port's transmit a frame | its receive a frame (waiting a message) | responder: receive a frame (waiting a message) | its work a frame sent (frames a message) | its port's transmit a frame | raw sender a frame | raw receiver a frame |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for t in write_bw send_bw read_bw; do
 		frame=$(frame_of "${t%_bw}" 64 $MTU_M)
-		CW=(); CT=(); CR=(); CF=(); SR=(); SW=(); ST=(); SF=(); RT=(); RX=()
+		CW=(); CT=(); CR=(); CI=(); CF=(); SR=(); SI=(); SW=(); ST=(); SF=()
+		RT=(); RX=()
 		for _ in $(seq "$REPS"); do
 			c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
 			d=$(pair "$t" -s 64 -D "$WIN" --cycles)
@@ -278,19 +279,21 @@ if has remote; then
 			[ -n "$(kvget "$d" s_eng_loops)" ] && [ -n "$n" ] || continue
 			CW+=("$(kvget "$d" c_eng_work_per_tx_frame)")
 			CT+=("$(kvget "$d" c_eng_tx_per_tx_frame)")
-			CR+=("$(kvget "$d" c_eng_rx_per_rx_frame)")
+			CR+=("$(kvget "$d" c_eng_rx_busy_per_rx_frame)")
+			CI+=("$(kvget "$d" c_eng_rx_idle_per_msg)")
 			CF+=("$(div "$(kvget "$d" c_tx_pkts)" "$n" 3)")
-			SR+=("$(kvget "$d" s_eng_rx_per_rx_frame)")
+			SR+=("$(kvget "$d" s_eng_rx_busy_per_rx_frame)")
+			SI+=("$(kvget "$d" s_eng_rx_idle_per_msg)")
 			SW+=("$(kvget "$d" s_eng_work_per_tx_frame)")
 			ST+=("$(kvget "$d" s_eng_tx_per_tx_frame)")
 			SF+=("$(div "$(kvget "$d" c_rx_pkts)" "$n" 3)")
 			RT+=("$(kvget "$c" tx_cyc_per_pkt)")
 			RX+=("$(kvget "$c" cyc_per_pkt)")
 		done
-		echo "| $t | $(fmt "$(median "${CW[@]}")" 0) ($(fmt "$(median "${CF[@]}")" 3)) | $(fmt "$(median "${CT[@]}")" 0) | $(fmt "$(median "${CR[@]}")" 0) | $(fmt "$(median "${SR[@]}")" 0) | $(fmt "$(median "${SW[@]}")" 0) ($(fmt "$(median "${SF[@]}")" 3)) | $(fmt "$(median "${ST[@]}")" 0) | $(fmt "$(median "${RT[@]}")" 0) | $(fmt "$(median "${RX[@]}")" 0) |"
+		echo "| $t | $(fmt "$(median "${CW[@]}")" 0) ($(fmt "$(median "${CF[@]}")" 3)) | $(fmt "$(median "${CT[@]}")" 0) | $(fmt "$(median "${CR[@]}")" 0) ($(fmt "$(median "${CI[@]}")" 0)) | $(fmt "$(median "${SR[@]}")" 0) ($(fmt "$(median "${SI[@]}")" 0)) | $(fmt "$(median "${SW[@]}")" 0) ($(fmt "$(median "${SF[@]}")" 3)) | $(fmt "$(median "${ST[@]}")" 0) | $(fmt "$(median "${RT[@]}")" 0) | $(fmt "$(median "${RX[@]}")" 0) |"
 	done
 	echo
-	echo "TSC cycles a frame, medians of $REPS windows (droce-perf --cycles on both ends: each engine's receive, work and transmit stages over the frames it received or sent; one frame each way a message but the ACKs, which cover many WRITEs or SENDs). work: from the WQE or the request to the frame queued (header image, copy, ICRC; the responder's ACKs and READ responses); receive: the port's receive call, parse, ICRC check, placement or completion. raw sender: its CPU time a frame, spins on a full ring included (an upper bound); raw receiver: its CPU time a frame."
+	echo "TSC cycles a frame, medians of $REPS windows (droce-perf --cycles on both ends: each engine's receive, work and transmit stages over the frames it received or sent; one frame each way a message but the ACKs, which cover many WRITEs or SENDs). work: from the WQE or the request to the frame queued (header image, copy, ICRC; the responder's ACKs and READ responses); receive: the port's receive call, parse, ICRC check, placement or completion, in the receive stages that found a frame; waiting: the stages that found none (an end that waits for the other spends its time there), a message. raw sender: its CPU time a frame, spins on a full ring included (an upper bound); raw receiver: its CPU time a frame."
 	echo
 	echo "| test | droce RTT median us | droce p99 | raw memif ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"

@@ -828,6 +828,15 @@ static void report_engine(const char *tag, const struct perf_side *s,
 	printf(" %s_eng_timers_per_msg=%.1f %s_eng_per_msg=%.1f", tag,
 	       (double)DELTA(s, eng_timer_cycles) / (double)(msgs ? msgs : 1),
 	       tag, (double)all / (double)(msgs ? msgs : 1));
+	/* The receive stage less its looks that found nothing (an end that
+	 * waits for the other spends them there): its work a frame, and
+	 * the waiting a message. */
+	printf(" %s_eng_rx_busy_per_rx_frame=%.1f %s_eng_rx_idle_per_msg=%.1f",
+	       tag, (double)(DELTA(s, eng_rx_cycles) -
+			     DELTA(s, eng_rx_idle_cycles)) /
+		    (double)(rx ? rx : 1),
+	       tag, (double)DELTA(s, eng_rx_idle_cycles) /
+		    (double)(msgs ? msgs : 1));
 }
 
 /*

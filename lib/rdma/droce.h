@@ -193,7 +193,8 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_wakes, "idle back-off sleeps of an lcore engine cut short by a post or a control call (a futex wake: the first call after a pause)") \
 	X(eng_prefetch, "now (not a count): 1 while the engine prefetches QPs ahead (a device of it has 256 QPs or more)") \
 	X(eng_deep_turns, "engine turns whose active list was prefetched a QP further ahead, with the next QP's source bytes (prefetching, and the turn before averaged 4 packets a visit or more)") \
-	X(eng_rx_spins, "lcore=app: looks at the ports that polls with nothing to do took beyond their first (rx_spin)")
+	X(eng_rx_spins, "lcore=app: looks at the ports that polls with nothing to do took beyond their first (rx_spin)") \
+	X(eng_rx_idle_cycles, "of eng_rx_cycles, the receive stages that found no frame: waiting, not work (cycles=1)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

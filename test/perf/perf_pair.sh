@@ -129,6 +129,16 @@ if pair write_bw write_bw -s 64 -n 20000 --check --cycles; then
 		fail "write_bw: passive server's engine line missing or zero: $(grep '^DROCE_ENGINE' "$SRV")"
 	[ -n "$(eng "$CLI" c_eng_per_msg)" ] ||
 		fail "write_bw: client's engine line missing: $(grep '^DROCE_ENGINE' "$CLI")"
+	# the receive stage split: its looks that found a frame cost less
+	# than all of it, and a server waiting on its client has looked in
+	# vain (20 000 WRITEs cannot all come in its first looks)
+	awk -v b="$(eng "$SRV" s_eng_rx_busy_per_rx_frame)" \
+	    -v r="$(eng "$SRV" s_eng_rx_per_rx_frame)" \
+	    -v w="$(eng "$SRV" s_eng_rx_idle_per_msg)" \
+	    -v cb="$(eng "$CLI" c_eng_rx_busy_per_rx_frame)" \
+	    -v cr="$(eng "$CLI" c_eng_rx_per_rx_frame)" \
+	    'BEGIN { exit !(b > 0 && b < r && w > 0 && cb > 0 && cb <= cr) }' ||
+		fail "write_bw: receive split wrong: $(grep '^DROCE_ENGINE' "$SRV" "$CLI")"
 fi
 
 # 4 KiB WRITEs over a 1024-byte path MTU: four frames each

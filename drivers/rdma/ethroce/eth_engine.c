@@ -540,7 +540,7 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 {
 	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
 	uint64_t now, t0 = stage_tsc(eng), t1, t2;
-	int n;
+	int n, nrx = 0;
 
 	eng->turn_tsc = stamp;
 
@@ -552,7 +552,7 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 						 ETH_RX_BURSTS;
 
 		eng->backlog = false;
-		n = rx_stage(eng, nd, bursts);
+		n = nrx = rx_stage(eng, nd, bursts);
 		t1 = stage_tsc(eng);
 		n += work_stage(eng);
 		t2 = stage_tsc(eng);
@@ -562,6 +562,8 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 			eng->cyc_rx += t1 - t0;
 			eng->cyc_work += t2 - t1;
 			eng->cyc_tx += now - t2;
+			if (nrx == 0)
+				eng->cyc_rx_idle += t1 - t0;
 		}
 	} else {
 		/*
@@ -582,9 +584,10 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 		t2 = stage_tsc(eng);
 		if (rx || eng->backlog ||
 		    eng->last_iter_tsc - eng->last_rx_tsc > eng->post_rx_tsc) {
-			n += rx_stage(eng, nd, eng->backlog ?
+			nrx = rx_stage(eng, nd, eng->backlog ?
 					       ETH_RX_BURSTS_BACKLOG :
 					       ETH_RX_BURSTS);
+			n += nrx;
 			eng->last_rx_tsc = eng->last_iter_tsc;
 			/* A poll with nothing to do: look again at once, a
 			 * few times, before going back to the application,
@@ -596,8 +599,10 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 			 * round). */
 			for (uint32_t k = 0; n == 0 && k < spin; k++) {
 				eng->rx_spins++;
-				n = rx_stage(eng, nd, ETH_RX_BURSTS);
+				n = nrx = rx_stage(eng, nd, ETH_RX_BURSTS);
 			}
+		} else {
+			nrx = -1;	/* no receive stage */
 		}
 		/* The turn's stamp for its end too: it is short, and timers
 		 * and stall accounting work in microseconds. */
@@ -607,6 +612,8 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 			eng->cyc_work += t1 - t0;
 			eng->cyc_tx += t2 - t1;
 			eng->cyc_rx += now - t2;
+			if (nrx == 0)
+				eng->cyc_rx_idle += now - t2;
 		}
 	}
 	account_stall(eng, now);
@@ -1166,6 +1173,7 @@ static void eth_eng_stats(const struct droce_dev *dev,
 	st->eng_deep_turns = eng->deep_turns;
 	st->eng_rx_spins = eng->rx_spins;
 	st->eng_rx_cycles = eng->cyc_rx;
+	st->eng_rx_idle_cycles = eng->cyc_rx_idle;
 	st->eng_work_cycles = eng->cyc_work;
 	st->eng_tx_cycles = eng->cyc_tx;
 	st->eng_timer_cycles = eng->cyc_timers;

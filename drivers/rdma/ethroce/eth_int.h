@@ -192,6 +192,7 @@ struct droce_engine {
 	uint64_t rx_spins;		/* rx_spin: the polls' extra looks */
 	bool stage_cycles;		/* some device asked for cycles=1 */
 	uint64_t cyc_rx, cyc_work, cyc_tx;	/* TSC per stage, when timed */
+	uint64_t cyc_rx_idle;		/* of cyc_rx: stages that found nothing */
 	uint64_t cyc_timers;			/* run_timers and the pacing wheel */
 	struct rte_mbuf *rx[ETH_RX_BURST];
 };
