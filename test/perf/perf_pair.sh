@@ -406,10 +406,15 @@ if [ "${2:-}" = --stamps ] &&
 			fail "write_bw-stamps: server receive calls brought $v frames of the client's $(kv "$CLI" c_tx_pkts)"
 		out=$(/usr/bin/python3 "$(dirname "$0")/../../devtools/stamps.py" "$WORK/st" 2>&1) ||
 			fail "write_bw-stamps: stamps.py failed: $out"
+		# stamps.py reads the middle 80 % of the client's stamped time,
+		# whose tail (the last polls, the end of the run) varies: 97 of
+		# the 200 signalled WQEs fell in it once under the sanitizers in
+		# CI (118-130 in three runs after); what counts is that it
+		# follows every one
 		echo "$out" | awk '/^signalled WQEs:/ { s = $3 + 0; f = $NF + 0 }
 			/^  total / { t = $2 + 0 }
-			END { exit !(s >= 100 && f == s && t > 0) }' ||
-			fail "write_bw-stamps: stamps.py did not follow every signalled WQE: $(echo "$out" | head -4)"
+			END { exit !(s >= 50 && f == s && t > 0) }' ||
+			fail "write_bw-stamps: stamps.py did not follow every signalled WQE: $(echo "$out" | grep -E '^(signalled|  total)')"
 	fi
 fi
 # a ping-pong: both ends post 2000 signalled WRITEs; stamps.py follows
