@@ -540,7 +540,7 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 {
 	uint32_t nd = __atomic_load_n(&eng->nb_devs, __ATOMIC_ACQUIRE);
 	uint64_t now, t0 = stage_tsc(eng), t1, t2;
-	int n, nrx = 0;
+	int n, nrx = -1;	/* frames the receive stage found; -1: none ran */
 
 	eng->turn_tsc = stamp;
 
@@ -601,8 +601,6 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 				eng->rx_spins++;
 				n = nrx = rx_stage(eng, nd, ETH_RX_BURSTS);
 			}
-		} else {
-			nrx = -1;	/* no receive stage */
 		}
 		/* The turn's stamp for its end too: it is short, and timers
 		 * and stall accounting work in microseconds. */
