@@ -135,31 +135,48 @@ stalls_line() {
 # ceil_pair; PAIR_DEVARGS: more droce device arguments.
 pair() {
 	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
+	local cg_end='' cg_run=() s_run=() c_run=() s_mem=$EAL_MEM c_mem=$EAL_MEM
+	local s_to=60 c_to=60 listen_to=20
 	dir=$WORK/pair.$PAIR_N
 	# more devargs for both devices from PAIR_DEVARGS; --cycles: time the
 	# engines' stages too (devarg cycles=1)
 	cyc=${PAIR_DEVARGS:+,$PAIR_DEVARGS}
 	case " $* " in *" --cycles "*) cyc="$cyc,cycles=1" ;; esac
+	# PAIR_CG=<server|client>:<function>: that end under callgrind (no
+	# huge pages: valgrind does not follow hugetlbfs mappings), counting
+	# inside <function> only; prints a DROCE_CG line after the others
+	if [ -n "${PAIR_CG:-}" ]; then
+		cg_end=${PAIR_CG%%:*}
+		cg_run=(valgrind --tool=callgrind --toggle-collect="${PAIR_CG#*:}"
+			--callgrind-out-file="$dir/cg")
+		if [ "$cg_end" = server ]; then
+			s_run=("${cg_run[@]}"); s_mem="--no-huge --no-shconf -m 512"
+			s_to=300; listen_to=120
+		else
+			c_run=("${cg_run[@]}"); c_mem="--no-huge --no-shconf -m 512"
+			c_to=300
+		fi
+	fi
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0
-	DROCE_EAL_ARGS="$(eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}")" \
+	DROCE_EAL_ARGS="$(EAL_MEM=$s_mem eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}")" \
 	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app$cyc" \
-		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info \
+		timeout -k 5 $s_to "${s_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info \
 		>"$dir/server" 2>&1 &
 	spid=$!
 	t0=$SECONDS
 	until port_listening "$port"; do
-		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt $listen_to ]; then
 			kill $spid 2>/dev/null
 			wait $spid 2>/dev/null
 			return 0
 		fi
 		sleep 0.05
 	done
-	DROCE_EAL_ARGS="$(eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}")" \
+	DROCE_EAL_ARGS="$(EAL_MEM=$c_mem eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}")" \
 	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app$cyc" \
-		timeout -k 5 60 "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
+		timeout -k 5 $c_to "${c_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
 		>"$dir/client" 2>&1
 	wait $spid 2>/dev/null
 	rm -f "$sock"
@@ -171,7 +188,57 @@ pair() {
 		grep -m1 '^DROCE_ENGINE ' "$dir/server" |
 			sed 's/ c_eng_/ s_eng_/g' ;;
 	esac
+	if [ -n "$cg_end" ] && [ -s "$dir/cg" ]; then
+		callgrind_annotate --auto=no --threshold=100 "$dir/cg" \
+			>"$dir/cg.txt" 2>/dev/null
+		echo "DROCE_CG end=$cg_end total=$(sed -n \
+			's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' "$dir/cg.txt" |
+			head -1 | tr -d ,) annotate=$dir/cg.txt"
+	fi
 	return 0
+}
+
+# cg_parts <callgrind_annotate output>: its instructions by part of the
+# stack, a "<Ir>\t<part>" line each. A line is counted where its function
+# lives: code inlined from a header (droce_int.h, rte_mbuf.h, the
+# compiler's intrinsics, verbs.h's ibv_wr_*) goes with the function it was
+# inlined into when that function has a line of its own in a .c or .S
+# file, and by the header's own place otherwise (a DPDK inline compiled
+# out of line is DPDK's).
+cg_parts() {
+	awk '
+		function part(where) {
+			if (where ~ /libisal/) return "ISA-L crc32 (ICRC)"
+			if (where ~ /\/lib\/roce\//) return "lib/roce: header build/parse, ICRC glue"
+			if (where ~ /\/drivers\/rdma\/ethroce\//) return "engine: drivers/rdma/ethroce"
+			if (where ~ /\/lib\/rdma\//) return "verbs: lib/rdma (post, poll)"
+			if (where ~ /dpdk|librte_/) return "DPDK: mbuf, mempool, ring, ethdev, log"
+			if (where ~ /libc\.so/) return "libc: memcpy, memset"
+			if (where ~ /ld-linux/) return "ld.so: __tls_get_addr"
+			if (where ~ /droce-perf\//) return "droce-perf harness"
+			return "other"
+		}
+		/PROGRAM TOTALS/ { next }
+		/^ *[0-9,]+ +\([ 0-9.]+%\) +/ {
+			n = $1; gsub(",", "", n)
+			fl = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", fl)
+			obj = ""
+			if (match(fl, / \[[^]]*\]$/)) {
+				obj = substr(fl, RSTART); fl = substr(fl, 1, RSTART - 1)
+			}
+			file = fl; sub(/:[^:]*$/, "", file)
+			fn = fl; sub(/^.*:/, "", fn)
+			k++; cnt[k] = n; where[k] = file " " obj; func_[k] = fn
+			own[k] = (file ~ /\.(c|S)$/ || file == "???")
+			if (own[k] && !(fn in home)) home[fn] = part(file " " obj)
+		}
+		END {
+			for (i = 1; i <= k; i++) {
+				c = own[i] || !(func_[i] in home) ? part(where[i]) : home[func_[i]]
+				sum[c] += cnt[i]
+			}
+			for (c in sum) printf "%d\t%s\n", sum[c], c
+		}' "$1"
 }
 
 # ceil_pair <rx-mode> <tx-mode> <args...>: droce-ceiling over a memif pair,
@@ -209,4 +276,20 @@ ceil_pair() {
 		grep -m1 '^CEILING mode=ping' "$dir/tx"
 	fi
 	return 0
+}
+
+# cg_top <callgrind_annotate output> <messages> <total> <n>: its first n
+# functions (self cost), a table row each with Ir a message and share
+cg_top() {
+	awk -v m="$2" -v tot="$3" -v lim="$4" '
+		/PROGRAM TOTALS/ { next }
+		/^ *[0-9,]+ +\([ 0-9.]+%\) +/ {
+			n = $1; gsub(",", "", n)
+			fn = $0; sub(/^ *[0-9,]+ +\([ 0-9.]+%\) +/, "", fn)
+			lib = (fn ~ /libisal/)
+			sub(/ \[.*\]$/, "", fn); sub(/^.*\//, "", fn)
+			if (lib) fn = "isa-l crc32 (ICRC)"
+			printf "| %s | %.0f | %.1f%% |\n", fn, n / m, 100 * n / tot
+			if (++k >= lim) exit
+		}' "$1"
 }
