@@ -68,6 +68,7 @@
  * and low x^(d+32) mod P, bit-reflected and shifted left by one.
  * FOLD_BARRETT is P and its Barrett quotient for the final reduction. */
 #define FOLD_128	0x00ccaa009e, 0x01751997d0
+#define FOLD_256	0x015a546366, 0x00f1da05aa
 #define FOLD_512	0x01c6e41596, 0x0154442bd4
 #define FOLD_1024	0x014a7fe880, 0x01e88ef372
 #define FOLD_2048	0x01322d1430, 0x011542778a
@@ -289,11 +290,63 @@ icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool isal,
 	return reduce(x1);
 }
 
+static inline VCLMUL256_TARGET __m256i
+fold_256(__m256i y1, __m256i k, __m256i y2);
+
+/*
+ * icrc_reg() for 8 blocks and more (cover >= 120: a 64-byte WRITE's or
+ * SEND's frame and up), without ISA-L's part, two blocks a register where
+ * the CPU has VPCLMULQDQ: blocks 0-1 and 2-3 (the masked ones) in two
+ * accumulators, folded by 512 bits over each next four, the two by 256
+ * bits into one, its two lanes by 128; the blocks left one at a time and
+ * the tail as icrc_reg() does. A 64-byte WRITE's 8 blocks: 13
+ * multiplications instead of 19, three folds deep instead of five.
+ */
+static VCLMUL256_TARGET uint32_t
+icrc_reg_256(const uint8_t *l3, uint32_t cover, bool ipv6)
+{
+	const __m256i k4 = _mm256_broadcastsi128_si256(
+		_mm_set_epi64x(FOLD_512));
+	const __m256i k2 = _mm256_broadcastsi128_si256(
+		_mm_set_epi64x(FOLD_256));
+	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
+	const uint8_t *mask = ipv6 ? mask_v6 : mask_v4;
+	uint32_t nb = (8 + cover) / 16, k;
+	__m128i x, b1;
+	__m256i y0, y1;
+
+	/* Block 0 as icrc_reg() makes it (nothing read before l3) */
+	x = _mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8);
+	x = _mm_or_si128(x, _mm_load_si128((const __m128i *)mask));
+	x = _mm_xor_si128(x, _mm_setr_epi32(-1, 0, 0, 0));
+	b1 = block(l3, 1, mask);
+	y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(x), b1, 1);
+	y1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(l3 + 24)),
+			     _mm256_loadu_si256((const __m256i *)(mask + 32)));
+	for (k = 4; k + 4 <= nb; k += 4) {
+		y0 = fold_256(y0, k4, _mm256_loadu_si256((const __m256i *)
+							 (l3 + 16 * k - 8)));
+		y1 = fold_256(y1, k4, _mm256_loadu_si256((const __m256i *)
+							 (l3 + 16 * k + 24)));
+	}
+	y1 = fold_256(y0, k2, y1);
+	x = _mm_xor_si128(fold(_mm256_castsi256_si128(y1), k3k4),
+			  _mm256_extracti128_si256(y1, 1));
+	for (; k < nb; k++)
+		x = _mm_xor_si128(fold(x, k3k4), block(l3, k, mask));
+	if ((8 + cover) & 15)
+		x = fold_tail(x, l3 + cover, (8 + cover) & 15);
+	return reduce(x);
+}
+
 CLMUL_TARGET uint32_t
 roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 {
 	uint32_t done, reg;
 
+	if (cover >= 120 && cover < ICRC_CLMUL_ISAL_FROM &&
+	    __atomic_load_n(&copy_bits, __ATOMIC_RELAXED) >= 256)
+		return ~icrc_reg_256(l3, cover, ipv6);
 	reg = icrc_reg(l3, cover, ipv6, cover >= ICRC_CLMUL_ISAL_FROM, &done);
 #ifdef ROCE_HAVE_ISAL
 	if (done < cover)
