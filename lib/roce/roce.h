@@ -584,6 +584,9 @@ uint32_t roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src,
  * 128 (PCLMULQDQ), 0 (no carry-less multiply: memcpy and a table CRC).
  * Tests and benchmarks say which one they ran. */
 unsigned int roce_crc32_copy_bits(void);
+/* roce_crc32() of len >= 256 bytes by the 256-bit kernel, for when
+ * roce_crc32_copy_bits() says 256 (roce_crc32() asks it first). */
+uint32_t roce_crc32_wide(uint32_t crc, const void *buf, size_t len);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

@@ -82,6 +82,11 @@
 #define ICRC_CLMUL_ISAL_FROM UINT32_MAX
 #endif
 
+/* Coverage from which the 256-bit path folds M's first 64 bytes as
+ * icrc_reg() does and the rest with crc32_inplace_256() (>= 256 bytes
+ * then). */
+#define ICRC_WIDE_FROM 512
+
 /* OR masks over M[0, 64): the masked fields, per IP version. */
 static const uint8_t mask_v4[64] __attribute__((aligned(16))) = {
 	[0 ... 7] = 0xff,
@@ -339,14 +344,27 @@ icrc_reg_256(const uint8_t *l3, uint32_t cover, bool ipv6)
 	return reduce(x);
 }
 
+static VCLMUL256_TARGET uint32_t
+crc32_inplace_256(uint32_t reg, const void *src, size_t len);
+
 CLMUL_TARGET uint32_t
 roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 {
+	unsigned int bits = __atomic_load_n(&copy_bits, __ATOMIC_RELAXED);
 	uint32_t done, reg;
 
-	if (cover >= 120 && cover < ICRC_CLMUL_ISAL_FROM &&
-	    __atomic_load_n(&copy_bits, __ATOMIC_RELAXED) >= 256)
-		return ~icrc_reg_256(l3, cover, ipv6);
+	if (cover >= 120 && bits >= 256) {
+		if (cover < ICRC_WIDE_FROM)
+			return ~icrc_reg_256(l3, cover, ipv6);
+		/* Past the masked blocks, the copy kernel's folding without
+		 * its stores: eight 256-bit accumulators, twice ISA-L's
+		 * 128-bit kernel on a Zen 3 (bench_crc32). Where AVX-512
+		 * runs, ISA-L may have its own wide kernel: left to it. */
+		if (bits == 256) {
+			reg = icrc_reg(l3, cover, ipv6, true, &done);
+			return crc32_inplace_256(reg, l3 + done, cover - done);
+		}
+	}
 	reg = icrc_reg(l3, cover, ipv6, cover >= ICRC_CLMUL_ISAL_FROM, &done);
 #ifdef ROCE_HAVE_ISAL
 	if (done < cover)
@@ -364,13 +382,14 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 	} while (0)
 
 /*
- * The end of every copy kernel: x holds the CRC state of [0, off) folded
- * into 128 bits; the whole 16-byte blocks left fold in one by one, then
- * the last len % 16 bytes (len >= 16).
+ * The end of every copy kernel (copy: a compile-time constant; false for
+ * the in-place CRC, which stores nothing): x holds the CRC state of
+ * [0, off) folded into 128 bits; the whole 16-byte blocks left fold in one
+ * by one, then the last len % 16 bytes (len >= 16).
  */
-static inline CLMUL_TARGET uint32_t
-copy_fold_tail(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
-	       size_t len)
+static inline __attribute__((always_inline)) CLMUL_TARGET uint32_t
+fold_tail_body(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
+	       size_t len, bool copy)
 {
 	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	size_t whole = len & ~(size_t)15;
@@ -378,18 +397,27 @@ copy_fold_tail(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
 	for (; off < whole; off += 16) {
 		__m128i b = _mm_loadu_si128((const __m128i *)(s + off));
 
-		_mm_storeu_si128((__m128i *)(d + off), b);
+		if (copy)
+			_mm_storeu_si128((__m128i *)(d + off), b);
 		x = _mm_xor_si128(fold(x, k3k4), b);
 	}
 	if (off < len) {
 		/* The last 16 bytes again: their first 16 - r are stored
 		 * already, with the same values. */
-		_mm_storeu_si128((__m128i *)(d + len - 16),
-				 _mm_loadu_si128((const __m128i *)
-						 (s + len - 16)));
+		if (copy)
+			_mm_storeu_si128((__m128i *)(d + len - 16),
+					 _mm_loadu_si128((const __m128i *)
+							 (s + len - 16)));
 		x = fold_tail(x, s + len, (uint32_t)(len - off));
 	}
 	return ~reduce(x);
+}
+
+static inline CLMUL_TARGET uint32_t
+copy_fold_tail(__m128i x, uint8_t *d, const uint8_t *s, size_t off,
+	       size_t len)
+{
+	return fold_tail_body(x, d, s, off, len, true);
 }
 
 /* Fold each 16-byte lane of x by k (its four lanes alike) and XOR in b. */
@@ -458,13 +486,14 @@ crc32_copy_wide(uint32_t reg, void *dst, const void *src, size_t len)
 	return copy_fold_tail(x, d, s, off, len);
 }
 
-/* Load 32 bytes of s at off, store them to d, fold accumulator y by k
- * (both lanes alike). */
+/* Load 32 bytes of s at off, store them to d (if copy), fold accumulator
+ * y by k (both lanes alike). */
 #define COPY_FOLD_256(y, off, k)					\
 	do {								\
 		__m256i b_ = _mm256_loadu_si256(			\
 			(const __m256i *)(s + (off)));			\
-		_mm256_storeu_si256((__m256i *)(d + (off)), b_);	\
+		if (copy)						\
+			_mm256_storeu_si256((__m256i *)(d + (off)), b_); \
 		(y) = _mm256_xor_si256(_mm256_xor_si256(		\
 			_mm256_clmulepi64_epi128((y), (k), 0x00),	\
 			_mm256_clmulepi64_epi128((y), (k), 0x11)), b_);	\
@@ -485,9 +514,11 @@ fold_256(__m256i y1, __m256i k, __m256i y2)
  * as the 512-bit kernel's four) fold by 2048 bits per 256-byte step; then
  * the eight into four by 1024 bits, the four into two by 512 bits, more
  * 64-byte steps by 512 bits, and the four lanes by 128 bits into one.
+ * copy false (a constant: two functions below): the CRC alone, dst unused.
  */
-static VCLMUL256_TARGET uint32_t
-crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
+static inline __attribute__((always_inline)) VCLMUL256_TARGET uint32_t
+crc32_256_body(uint32_t reg, void *dst, const void *src, size_t len,
+	       bool copy)
 {
 	const __m256i k16 = _mm256_broadcastsi128_si256(
 		_mm_set_epi64x(FOLD_2048));
@@ -511,14 +542,16 @@ crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
 	y5 = _mm256_loadu_si256((const __m256i *)(s + 160));
 	y6 = _mm256_loadu_si256((const __m256i *)(s + 192));
 	y7 = _mm256_loadu_si256((const __m256i *)(s + 224));
-	_mm256_storeu_si256((__m256i *)d, y0);
-	_mm256_storeu_si256((__m256i *)(d + 32), y1);
-	_mm256_storeu_si256((__m256i *)(d + 64), y2);
-	_mm256_storeu_si256((__m256i *)(d + 96), y3);
-	_mm256_storeu_si256((__m256i *)(d + 128), y4);
-	_mm256_storeu_si256((__m256i *)(d + 160), y5);
-	_mm256_storeu_si256((__m256i *)(d + 192), y6);
-	_mm256_storeu_si256((__m256i *)(d + 224), y7);
+	if (copy) {
+		_mm256_storeu_si256((__m256i *)d, y0);
+		_mm256_storeu_si256((__m256i *)(d + 32), y1);
+		_mm256_storeu_si256((__m256i *)(d + 64), y2);
+		_mm256_storeu_si256((__m256i *)(d + 96), y3);
+		_mm256_storeu_si256((__m256i *)(d + 128), y4);
+		_mm256_storeu_si256((__m256i *)(d + 160), y5);
+		_mm256_storeu_si256((__m256i *)(d + 192), y6);
+		_mm256_storeu_si256((__m256i *)(d + 224), y7);
+	}
 	y0 = _mm256_xor_si256(y0, _mm256_zextsi128_si256(
 				      _mm_cvtsi32_si128((int)reg)));
 	for (off = 256; off + 256 <= len; off += 256) {
@@ -545,7 +578,27 @@ crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y6, 1));
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_castsi256_si128(y7));
 	x = _mm_xor_si128(fold(x, k3k4), _mm256_extracti128_si256(y7, 1));
-	return copy_fold_tail(x, d, s, off, len);
+	return fold_tail_body(x, d, s, off, len, copy);
+}
+
+static VCLMUL256_TARGET uint32_t
+crc32_copy_256(uint32_t reg, void *dst, const void *src, size_t len)
+{
+	return crc32_256_body(reg, dst, src, len, true);
+}
+
+/* The CRC of len >= 256 bytes at src (reg: the register before them, as
+ * for the copy; returns the finished CRC), nothing stored. */
+static VCLMUL256_TARGET uint32_t
+crc32_inplace_256(uint32_t reg, const void *src, size_t len)
+{
+	return crc32_256_body(reg, NULL, src, len, false);
+}
+
+uint32_t
+roce_crc32_wide(uint32_t crc, const void *buf, size_t len)
+{
+	return crc32_inplace_256(~crc, buf, len);
 }
 
 CLMUL_TARGET uint32_t
@@ -653,6 +706,12 @@ roce_crc32_copy_clmul(uint32_t crc, void *dst, const void *src, size_t len)
 {
 	memcpy(dst, src, len);
 	return roce_crc32(crc, src, len);
+}
+
+uint32_t
+roce_crc32_wide(uint32_t crc, const void *buf, size_t len)
+{
+	return roce_crc32_slice8(crc, buf, len);
 }
 
 #endif

@@ -64,7 +64,8 @@ test_crc32(void)
 		{ "The quick brown fox jumps over the lazy dog", 0x414fa339 },
 	};
 	static uint8_t buf[70000];
-	int isal = strcmp(roce_crc32_impl(), "isal") == 0;
+	/* ISA-L, and from 256 bytes the 256-bit kernel where it runs */
+	int isal = strcmp(roce_crc32_impl(), "slice8") != 0;
 
 	for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
 		size_t n = strlen(vec[i].s);
@@ -122,9 +123,11 @@ test_crc32(void)
 
 			CHECK(roce_crc32(seed, buf + off, n) ==
 			      roce_crc32_slice8(seed, buf + off, n),
-			      "isal vs slice8: off %zu len %zu", off, n);
+			      "%s vs slice8: off %zu len %zu",
+			      roce_crc32_impl(), off, n);
 		}
-		printf("crc32: isal == slice8 on 3000 random buffers\n");
+		printf("crc32: %s == slice8 on 3000 random buffers\n",
+		       roce_crc32_impl());
 	} else {
 		printf("crc32: built without ISA-L, slice8 only\n");
 	}
