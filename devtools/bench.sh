@@ -415,8 +415,8 @@ if has callgrind; then
 		memif_frames 4096
 		MEMIF_ARGS=$MEMIF_FRAME_ARGS
 		CG2_N=50000
-		echo "| test | end | counted in | instructions a message | frames sent a message | frames received a message | DPDK: memif, mbufs | engine | lib/roce | verbs | droce-perf | other |"
-		echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "| test | end | counted in | instructions a message | frames sent a message | frames received a message | frames a receive burst (empty receive calls a message) | DPDK: memif, mbufs | engine | lib/roce | verbs | droce-perf | other |"
+		echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		CG2_TOP=()
 		# part <name>: instructions a message of one of cg_parts' parts
 		part() { div "${P[$1]:-0}" "$msgs" 0; }
@@ -432,7 +432,7 @@ if has callgrind; then
 				msgs=$(kvget "$d" msgs); total=$(kvget "$g" total)
 				ann=$(kvget "$g" annotate)
 				if [ -z "$msgs" ] || [ -z "$total" ] || [ "$msgs" = 0 ]; then
-					echo "| $t | $end | $tog | failed: $WORK/callgrind2.lines | | | | | | | | |"
+					echo "| $t | $end | $tog | failed: $WORK/callgrind2.lines | | | | | | | | | |"
 					continue
 				fi
 				# the client's device counts both ways (memif loses nothing)
@@ -443,7 +443,12 @@ if has callgrind; then
 				while IFS=$'\t' read -r n c; do P[$c]=$n; done < <(cg_parts "$ann")
 				lr=$(( ${P["lib/roce: header build/parse, ICRC glue"]:-0} + ${P["ISA-L crc32 (ICRC)"]:-0} ))
 				ot=$(( ${P["other"]:-0} + ${P["libc: memcpy, memset"]:-0} + ${P["ld.so: __tls_get_addr"]:-0} ))
-				echo "| $t | $end ($role) | $tog | $(div "$total" "$msgs" 0) | $(div "$fs" "$msgs" 3) | $(div "$fr" "$msgs" 3) | $(part "DPDK: mbuf, mempool, ring, ethdev, log") | $(part "engine: drivers/rdma/ethroce") | $(div "$lr" "$msgs" 0) | $(part "verbs: lib/rdma (post, poll)") | $(part "droce-perf harness") | $(div "$ot" "$msgs" 0) |"
+				# eth_rx: the engine's look at the port; eth_rx_release:
+				# once a look that found frames; eth_rx_one: a frame
+				cgf=${ann%.txt}
+				looks=$(cg_calls "$cgf" eth_rx); full=$(cg_calls "$cgf" eth_rx_release)
+				one=$(cg_calls "$cgf" eth_rx_one)
+				echo "| $t | $end ($role) | $tog | $(div "$total" "$msgs" 0) | $(div "$fs" "$msgs" 3) | $(div "$fr" "$msgs" 3) | $(fmt "$(div "$one" "$full" 2)" 1) ($(fmt "$(div "$(( ${looks:-0} - ${full:-0} ))" "$msgs" 3)" 2)) | $(part "DPDK: mbuf, mempool, ring, ethdev, log") | $(part "engine: drivers/rdma/ethroce") | $(div "$lr" "$msgs" 0) | $(part "verbs: lib/rdma (post, poll)") | $(part "droce-perf harness") | $(div "$ot" "$msgs" 0) |"
 				unset P
 				[ $t = write_bw ] && CG2_TOP+=("$end ($role)|$ann|$msgs|$total")
 			done
@@ -458,7 +463,7 @@ if has callgrind; then
 			cg_top "$ann" "$msgs" "$total" 12
 			echo
 		done
-		echo "$CG2_N messages a run; -u 24 keeps the native end from retransmitting to the slowed one. The end under callgrind runs ~50x slower than the other, so the frames reach it in fuller receive bursts than in a native run (a burst's and a turn's work spread over more frames) and it waits less; the instructions of a frame's own work are exact. DPDK: memif's receive or transmit (its copy between the mbuf and the ring), mbufs and mempools; engine: drivers/rdma/ethroce (receive, requester, responder, completer, transmit); lib/roce: header images and parses, the ICRC; verbs: lib/rdma (ibv_wr_*, post, poll)."
+		echo "$CG2_N messages a run; -u 24 keeps the native end from retransmitting to the slowed one. The end under callgrind runs ~50x slower than the other, so it may find fuller receive bursts than a native run (a burst's and a turn's work spread over more frames: the column says how full) and its empty looks at the port are counted too; the instructions of a frame's own work are exact. DPDK: memif's receive or transmit (its copy between the mbuf and the ring), mbufs and mempools; engine: drivers/rdma/ethroce (receive, requester, responder, completer, transmit); lib/roce: header images and parses, the ICRC; verbs: lib/rdma (ibv_wr_*, post, poll)."
 		MEMIF_ARGS=
 	fi
 fi

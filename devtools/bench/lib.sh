@@ -293,3 +293,15 @@ cg_top() {
 			if (++k >= lim) exit
 		}' "$1"
 }
+
+# cg_calls <callgrind out file> <function>: how many times it was called
+# (summed over its callers; empty when never)
+cg_calls() {
+	callgrind_annotate --auto=no --tree=calling --inclusive=yes \
+		--threshold=100 "$1" 2>/dev/null |
+		awk -v f="$2" '$0 ~ ("^ *[0-9,]+ +\\([ 0-9.]+%\\) +> +[^ ]*:" f " \\(") {
+			if (match($0, /\(([0-9,]+)x\)/)) {
+				c = substr($0, RSTART + 1, RLENGTH - 3); gsub(",", "", c); n += c
+			}
+		} END { if (n) print n }'
+}
