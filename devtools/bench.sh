@@ -112,7 +112,7 @@ echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs, $(uname -r)"
 echo "- CPU: $(cpu_line)"
 echo "- droce: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cut -c1-7 "$ROOT/SNAPSHOT_OF" 2>/dev/null) ($BUILD)"
-echo "- isal: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9]*\).*/\1/p')"
+echo "- roce_crc32: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9+]*\).*/\1/p')"
 echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each"
 echo "- raw lines and logs: $WORK"
 
@@ -419,7 +419,7 @@ if has callgrind; then
 		echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		CG2_TOP=()
 		# part <name>: instructions a message of one of cg_parts' parts
-		part() { div "${P[$1]:-0}" "$msgs" 0; }
+		part() { div "${CGP[$1]:-0}" "$msgs" 0; }
 		for t in write_bw send_bw read_bw; do
 			for end in client server; do
 				tog=run_bw
@@ -439,17 +439,17 @@ if has callgrind; then
 				ctx=$(kvget "$d" c_tx_pkts); crx=$(kvget "$d" c_rx_pkts)
 				if [ $end = client ]; then fs=$ctx; fr=$crx; role=requester
 				else fs=$crx; fr=$ctx; role=responder; fi
-				declare -A P=()
-				while IFS=$'\t' read -r n c; do P[$c]=$n; done < <(cg_parts "$ann")
-				lr=$(( ${P["lib/roce: header build/parse, ICRC glue"]:-0} + ${P["ISA-L crc32 (ICRC)"]:-0} ))
-				ot=$(( ${P["other"]:-0} + ${P["libc: memcpy, memset"]:-0} + ${P["ld.so: __tls_get_addr"]:-0} ))
+				declare -A CGP=()
+				while IFS=$'\t' read -r n c; do CGP[$c]=$n; done < <(cg_parts "$ann")
+				lr=$(( ${CGP["lib/roce: header build/parse, ICRC glue"]:-0} + ${CGP["ISA-L crc32 (ICRC)"]:-0} ))
+				ot=$(( ${CGP["other"]:-0} + ${CGP["libc: memcpy, memset"]:-0} + ${CGP["ld.so: __tls_get_addr"]:-0} ))
 				# eth_rx: the engine's look at the port; eth_rx_release:
 				# once a look that found frames; eth_rx_one: a frame
 				cgf=${ann%.txt}
 				looks=$(cg_calls "$cgf" eth_rx); full=$(cg_calls "$cgf" eth_rx_release)
 				one=$(cg_calls "$cgf" eth_rx_one)
 				echo "| $t | $end ($role) | $tog | $(div "$total" "$msgs" 0) | $(div "$fs" "$msgs" 3) | $(div "$fr" "$msgs" 3) | $(fmt "$(div "$one" "$full" 2)" 1) ($(fmt "$(div "$(( ${looks:-0} - ${full:-0} ))" "$msgs" 3)" 2)) | $(part "DPDK: mbuf, mempool, ring, ethdev, log") | $(part "engine: drivers/rdma/ethroce") | $(div "$lr" "$msgs" 0) | $(part "verbs: lib/rdma (post, poll)") | $(part "droce-perf harness") | $(div "$ot" "$msgs" 0) |"
-				unset P
+				unset CGP
 				[ $t = write_bw ] && CG2_TOP+=("$end ($role)|$ann|$msgs|$total")
 			done
 		done
