@@ -361,7 +361,7 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 		/* Past the masked blocks, the copy kernel's folding without
 		 * its stores: eight 256-bit accumulators, twice ISA-L's
 		 * 128-bit kernel on a Zen 3 (bench_crc32). Where AVX-512
-		 * runs, ISA-L may have its own wide kernel: left to it. */
+		 * runs, ISA-L has its own wide one (by16_10): left to it. */
 		if (bits == 256) {
 			reg = icrc_reg(l3, cover, ipv6, true, &done);
 			return crc32_inplace_256(reg, l3 + done, cover - done);
