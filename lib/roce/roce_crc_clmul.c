@@ -600,6 +600,11 @@ crc32_inplace_256(uint32_t reg, const void *src, size_t len)
 uint32_t
 roce_crc32_wide(uint32_t crc, const void *buf, size_t len)
 {
+	/* (the kernel reads 256 bytes before it looks at len, and would
+	 * fault on a CPU without the instructions: a caller that did not ask
+	 * gets the portable CRC) */
+	if (__builtin_expect(len < 256 || roce_crc32_copy_bits() != 256, 0))
+		return roce_crc32_slice8(crc, buf, len);
 	return crc32_inplace_256(~crc, buf, len);
 }
 
