@@ -248,29 +248,37 @@ fold_tail(__m128i x, const uint8_t *end, uint32_t r)
 		}							\
 	} while (0)
 
+/* Block 0 of M: 1s, then IP bytes 0..7 (nothing read before l3); the
+ * register's initial ~0 XORed into its first 4 bytes (zlib's
+ * pre-inversion). */
+static inline CLMUL_TARGET __m128i
+block0(const uint8_t *l3, const uint8_t *mask)
+{
+	__m128i x = _mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8);
+
+	x = _mm_or_si128(x, _mm_load_si128((const __m128i *)mask));
+	return _mm_xor_si128(x, _mm_setr_epi32(-1, 0, 0, 0));
+}
+
 /*
  * The CRC register after M = 1s || masked l3[0, cover), cover >= 40 (IPv4,
- * IHL 5) or 60 (IPv6); with isal, only M's first 64 bytes are folded here
- * and the rest of it is left to the caller (*done says how many bytes of
- * l3 were covered). Inlined where called: its two callers' isal is known
- * there (GCC left it out of line once it had two, ~20 instructions a
- * frame more).
+ * IHL 5) or 60 (IPv6); with head, only M's first 64 bytes are folded here
+ * and the rest of it is left to the caller (ISA-L, or the 256-bit kernel;
+ * *done says how many bytes of l3 were covered). Inlined where called:
+ * its two callers' head is known there (GCC left it out of line once it
+ * had two, ~20 instructions a frame more).
  */
 static inline __attribute__((always_inline)) CLMUL_TARGET uint32_t
-icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool isal,
+icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool head,
 	 uint32_t *done)
 {
 	const __m128i k1k2 = _mm_set_epi64x(FOLD_512);
 	const __m128i k3k4 = _mm_set_epi64x(FOLD_128);
 	const uint8_t *mask = ipv6 ? mask_v6 : mask_v4;
-	uint32_t nb = isal ? 4 : (8 + cover) / 16, k;
+	uint32_t nb = head ? 4 : (8 + cover) / 16, k;
 	__m128i x1, x2, x3, x4;
 
-	/* Block 0: 1s, then IP bytes 0..7; the register's initial ~0 is
-	 * XORed into its first 4 bytes (zlib's pre-inversion). */
-	x1 = _mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8);
-	x1 = _mm_or_si128(x1, _mm_load_si128((const __m128i *)mask));
-	x1 = _mm_xor_si128(x1, _mm_setr_epi32(-1, 0, 0, 0));
+	x1 = block0(l3, mask);
 	k = 1;
 	if (nb >= 4) {
 		x2 = block(l3, 1, mask);
@@ -284,7 +292,7 @@ icrc_reg(const uint8_t *l3, uint32_t cover, bool ipv6, bool isal,
 	}
 	for (; k < nb; k++)
 		x1 = _mm_xor_si128(fold(x1, k3k4), block(l3, k, mask));
-	if (isal) {
+	if (head) {
 		*done = 56;
 		return reduce(x1);
 	}
@@ -322,10 +330,7 @@ icrc_reg_256(const uint8_t *l3, uint32_t cover, bool ipv6)
 	__m128i x, b1;
 	__m256i y0, y1;
 
-	/* Block 0 as icrc_reg() makes it (nothing read before l3) */
-	x = _mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8);
-	x = _mm_or_si128(x, _mm_load_si128((const __m128i *)mask));
-	x = _mm_xor_si128(x, _mm_setr_epi32(-1, 0, 0, 0));
+	x = block0(l3, mask);
 	b1 = block(l3, 1, mask);
 	y0 = _mm256_inserti128_si256(_mm256_castsi128_si256(x), b1, 1);
 	y1 = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(l3 + 24)),
