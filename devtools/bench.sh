@@ -113,6 +113,8 @@ echo "- machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) vCPUs, $(unam
 echo "- CPU: $(cpu_line)"
 echo "- droce: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cut -c1-7 "$ROOT/SNAPSHOT_OF" 2>/dev/null) ($BUILD)"
 echo "- roce_crc32: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9+]*\).*/\1/p')"
+fold=$(ceil 0 clmul -D 0.2)
+echo "- ICRC ceiling: the carry-less multiplier ($(kvget "$fold" bits)-bit, droce-ceiling clmul) folds at most $(fmt "$(div "$(kvget "$fold" fold_Bps)" 1048576 3)" 0) MB/s on one core; no stack that checks every byte's ICRC on its one engine core passes it (the tables' ICRC bound: that over memcpy's MB/s, measured beside each row from 1 KiB)"
 echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each"
 echo "- raw lines and logs: $WORK"
 
@@ -121,8 +123,8 @@ MTU_LB=4096
 # ------------------------------------------------------------------ lb
 if has lb; then
 	section "One process: droce's net_ring pair (engine on lcore 1, verbs on lcore 0), path MTU $MTU_LB"
-	echo "| op | size | droce msg/s | droce MB/s | raw pps (frame B) | pkts/msg | pkt ratio | memcpy MB/s | copy ratio | engine CPU cycles/msg | raw CPU cycles/frame | CPU ratio | verbs thread preempted |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| op | size | droce msg/s | droce MB/s | raw pps (frame B) | pkts/msg | pkt ratio | memcpy MB/s | copy ratio | ICRC bound | engine CPU cycles/msg | raw CPU cycles/frame | CPU ratio | verbs thread preempted |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for op in write read send atomic-faa atomic-cas; do
 		case $op in
 		atomic-*) sizes=8 ;;
@@ -136,10 +138,11 @@ if has lb; then
 			esac
 			frame=$(frame_of "$fop" "$size" $MTU_LB)
 			ppm=$(pkts_of "$size" $MTU_LB)
-			R=(); P=(); C=(); M=(); B=(); CR=(); EC=(); PW=(); RCY=(); CPR=()
+			R=(); P=(); C=(); M=(); B=(); CR=(); EC=(); PW=(); RCY=(); CPR=(); KB=()
 			for _ in $(seq "$REPS"); do
 				c=$(ceil 0-1 pps -f "$frame" -D "$WIN" --cores 1)
 				m=$(ceil 0 memcpy -s "$size" -D 0.3)
+				icrc_bound "$size" "$m"
 				d=$(lb "$t" $extra -m $MTU_LB -D "$WIN" | grep '^DROCE_PERF')
 				echo "$c" >>"$WORK/lb.lines"; echo "$m" >>"$WORK/lb.lines"
 				echo "$d" >>"$WORK/lb.lines"
@@ -158,11 +161,11 @@ if has lb; then
 				fi
 			done
 			r=$(median "${R[@]}"); b=$(median "${B[@]}")
-			echo "| ${op} | $size | $(si "$r") | $(fmt "$(div "$b" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $ppm | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${EC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) | $(fmt "$(mul "$(median "${PW[@]}")" 100)" 0)% |"
+			echo "| ${op} | $size | $(si "$r") | $(fmt "$(div "$b" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $ppm | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${KB[@]}")" 3) | $(fmt "$(median "${EC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) | $(fmt "$(mul "$(median "${PW[@]}")" 100)" 0)% |"
 		done
 	done
 	echo
-	echo "pkt ratio = droce msg/s x packets per message / raw pps of that frame size (one core, tx+rx); copy ratio = droce bytes/s / one core's memcpy bytes/s for the message size. Medians of per-pair ratios. Engine CPU cycles/msg: the engine thread's time on a CPU (schedstat) over the messages of the run, whatever others took; raw CPU cycles/frame: the same for the raw one-core txonly+rxonly; CPU ratio = raw cycles/frame x packets per message / droce engine cycles per message, the pkt ratio with both given a whole core; preempted: the share of the run the verbs thread waited for a CPU (the engine then idles and backs off into sleeps). (load at end: $(load))"
+	echo "pkt ratio = droce msg/s x packets per message / raw pps of that frame size (one core, tx+rx); copy ratio = droce bytes/s / one core's memcpy bytes/s for the message size; ICRC bound = the carry-less multiplier's folding bandwidth (droce-ceiling clmul) / that memcpy's, the highest copy ratio a stack that checks each byte's ICRC on one core can have (from 1 KiB; here the one engine checks both ends' bytes, so half of it). Medians of per-pair ratios. Engine CPU cycles/msg: the engine thread's time on a CPU (schedstat) over the messages of the run, whatever others took; raw CPU cycles/frame: the same for the raw one-core txonly+rxonly; CPU ratio = raw cycles/frame x packets per message / droce engine cycles per message, the pkt ratio with both given a whole core; preempted: the share of the run the verbs thread waited for a CPU (the engine then idles and backs off into sleeps). (load at end: $(load))"
 fi
 
 # ------------------------------------------------------------------ lat
@@ -215,8 +218,8 @@ if has remote; then
 	# client then waits); a raw pair's ring absorbs it.
 	echo "host stalls (droce-ceiling stalls: both vCPUs spinning for 1 s, steps of 5 us or more): $(stalls_line)"
 	echo
-	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| test | size | droce msg/s | droce MB/s | raw pps memif (frame) | pkt ratio | memcpy MB/s | copy ratio | ICRC bound | client CPU cycles/msg | raw rx CPU cycles/frame | CPU ratio |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if [ $QUICK -eq 1 ]; then msz="64 65536"; else msz="64 4096 65536"; fi
 	# remote_row <test> <size> [more droce-perf options]: one row
 	remote_row() {
@@ -225,10 +228,11 @@ if has remote; then
 		op=${t%_bw}
 		frame=$(frame_of "$op" "$size" $MTU_M)
 		ppm=$(pkts_of "$size" $MTU_M)
-		R=(); B=(); P=(); C=(); M=(); CR=(); CC=(); RCY=(); CPR=()
+		R=(); B=(); P=(); C=(); M=(); CR=(); CC=(); RCY=(); CPR=(); KB=()
 		for _ in $(seq "$REPS"); do
 			c=$(ceil_pair rx tx -f "$frame" -D "$WIN")
 			m=$(ceil 0 memcpy -s "$size" -D 0.3)
+			icrc_bound "$size" "$m"
 			if [ "$t" = atomic_bw ]; then
 				d=$(pair "$t" -D "$WIN" "$@")
 			else
@@ -248,7 +252,7 @@ if has remote; then
 				CPR+=("$(div "$(mul "$rc" "$ppm")" "$ec" 4)")
 			fi
 		done
-		echo "| $t${*:+ $*} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) |"
+		echo "| $t${*:+ $*} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) | $(fmt "$(div "$(median "${M[@]}")" 1048576 3)" 0) | $(fmt "$(median "${CR[@]}")" 3) | $(fmt "$(median "${KB[@]}")" 3) | $(fmt "$(median "${CC[@]}")" 0) | $(fmt "$(median "${RCY[@]}")" 1) | $(fmt "$(median "${CPR[@]}")" 3) |"
 	}
 	for t in write_bw read_bw send_bw atomic_bw; do
 		case $t in atomic_bw) sizes=8 ;; *) sizes=$msz ;; esac
@@ -262,7 +266,7 @@ if has remote; then
 	# the ends themselves allow
 	remote_row write_bw 64 -t 512 --no_lock
 	echo
-	echo "client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
+	echo "ICRC bound: as in the one-process table (the multiplier's folding bandwidth over memcpy's, from 1 KiB). client CPU cycles/msg: the droce-perf client's one thread (verbs + its app-driven engine), CPU time per message; raw rx CPU cycles/frame: the receiving process of the raw memif pair, per frame; CPU ratio = raw cycles/frame x packets per message / droce cycles per message."
 	echo
 	# Each side's cost a frame, transmit and receive (--cycles: each
 	# engine times its stages), beside the raw pair's sender and receiver

@@ -39,6 +39,9 @@
  * Modes of one core, no link:
  *   memcpy -s <size> -D <sec>     copy bandwidth of memcpy() for that size
  *   crc    -s <size> -D <sec>     CRC32 bandwidth of droce's ICRC routine
+ *   clmul  -D <sec>               the carry-less multiplier's rate at the
+ *                                 width droce's CRC folds with, and the
+ *                                 bandwidth no CRC by folding can pass
  *
  * Frames carry a fixed Ethernet/IPv4/UDP header (destination port 4791)
  * written into each mbuf, the rest untouched, as testpmd's txonly does:
@@ -53,6 +56,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -777,6 +783,88 @@ static int mode_crc(void)
 }
 
 /*
+ * clmul: a CRC by folding (droce's, ISA-L's) multiplies each 64 bits of
+ * data once by a constant, carry-less, and does little else; the rate of
+ * independent multiplies is the most it can fold. Measured at the width
+ * roce_crc32_copy_bits() says droce folds with (a 128-bit lane a 64-bit
+ * product, so a multiply covers bits/16 bytes), twelve chains so that no
+ * latency hides the rate.
+ */
+#if defined(__x86_64__)
+#define CLMUL_CHAINS(T, zero, mul, xor, seed)				\
+	T a0 = seed(1), a1 = seed(2), a2 = seed(3), a3 = seed(4);	\
+	T a4 = seed(5), a5 = seed(6), a6 = seed(7), a7 = seed(8);	\
+	T a8 = seed(9), a9 = seed(10), a10 = seed(11), a11 = seed(12);	\
+	T k = seed(0x1db71064);						\
+	for (uint64_t i = 0; i < n; i++) {				\
+		a0 = mul(a0, k); a1 = mul(a1, k); a2 = mul(a2, k);	\
+		a3 = mul(a3, k); a4 = mul(a4, k); a5 = mul(a5, k);	\
+		a6 = mul(a6, k); a7 = mul(a7, k); a8 = mul(a8, k);	\
+		a9 = mul(a9, k); a10 = mul(a10, k); a11 = mul(a11, k);	\
+	}								\
+	a0 = xor(xor(xor(a0, a1), xor(a2, a3)), xor(xor(a4, a5), xor(a6, a7))); \
+	a0 = xor(a0, xor(xor(a8, a9), xor(a10, a11)));			\
+	(void)zero;							\
+	memcpy(out, &a0, sizeof(*out));					\
+	__asm__ volatile("" : : "r"(out) : "memory")
+
+#define SEED128(v) _mm_set1_epi64x(v)
+#define MUL128(a, k) _mm_clmulepi64_si128(a, k, 0x00)
+__attribute__((target("pclmul,sse4.1"), noinline)) static void
+clmul_run128(uint64_t n, uint64_t *out)
+{
+	CLMUL_CHAINS(__m128i, 0, MUL128, _mm_xor_si128, SEED128);
+}
+
+#define SEED256(v) _mm256_set1_epi64x(v)
+#define MUL256(a, k) _mm256_clmulepi64_epi128(a, k, 0x00)
+__attribute__((target("avx2,vpclmulqdq"), noinline)) static void
+clmul_run256(uint64_t n, uint64_t *out)
+{
+	CLMUL_CHAINS(__m256i, 0, MUL256, _mm256_xor_si256, SEED256);
+}
+
+#define SEED512(v) _mm512_set1_epi64(v)
+#define MUL512(a, k) _mm512_clmulepi64_epi128(a, k, 0x00)
+__attribute__((target("avx512f,vpclmulqdq"), noinline)) static void
+clmul_run512(uint64_t n, uint64_t *out)
+{
+	CLMUL_CHAINS(__m512i, 0, MUL512, _mm512_xor_si512, SEED512);
+}
+
+static int mode_clmul(void)
+{
+	unsigned int bits = roce_crc32_copy_bits();
+	void (*run)(uint64_t, uint64_t *) = bits == 512 ? clmul_run512 :
+					    bits == 256 ? clmul_run256 :
+							  clmul_run128;
+	uint64_t out[8], n = 0, t0, end, step = 1 << 16;
+
+	run(step, out);	/* warm: the wide units power up on first use */
+	t0 = rte_rdtsc();
+	end = t0 + (uint64_t)(o.secs * (double)hz);
+	do {
+		run(step, out);
+		n += step;
+	} while (rte_rdtsc() < end);
+	end = rte_rdtsc();
+	{
+		double per_tsc = (double)n * 12 / (double)(end - t0);
+
+		printf("CEILING mode=clmul bits=%u mults_per_tsc=%.3f fold_Bps=%.1f\n",
+		       bits, per_tsc, per_tsc * (bits / 16) * (double)hz);
+	}
+	return 0;
+}
+#else
+static int mode_clmul(void)
+{
+	printf("CEILING mode=clmul unsupported=1\n");
+	return 0;
+}
+#endif
+
+/*
  * stalls: what the host takes from a core that spins. A loop reads the
  * TSC for -D seconds; every step longer than STALL_US is time this vCPU
  * did not run (the guest's own scheduler aside: run it on an EAL core).
@@ -862,7 +950,7 @@ int main(int argc, char **argv)
 	argv += ret;
 	hz = rte_get_tsc_hz();
 	if (argc < 2) {
-		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name] [--ack bytes]\n");
+		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|clmul|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name] [--ack bytes]\n");
 		return 2;
 	}
 	o.mode = argv[1];
@@ -892,6 +980,8 @@ int main(int argc, char **argv)
 		ret = mode_memcpy();
 	else if (strcmp(o.mode, "crc") == 0)
 		ret = mode_crc();
+	else if (strcmp(o.mode, "clmul") == 0)
+		ret = mode_clmul();
 	else if (strcmp(o.mode, "stalls") == 0)
 		ret = mode_stalls();
 	else if (make_pool())

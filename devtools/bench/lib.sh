@@ -106,6 +106,20 @@ ceil() {
 	return 0
 }
 
+# icrc_bound <size> <memcpy CEILING line>: appends to KB the carry-less
+# multiplier's folding bandwidth over that memcpy's, measured now, for a
+# size from 1 KiB (below it, per-frame work and not the fold bounds a
+# stack; nothing appended)
+icrc_bound() {
+	local k
+	[ "$1" -ge 1024 ] || return 0
+	k=$(ceil 0 clmul -D 0.2)
+	echo "$k" >>"$WORK/ceil.lines"
+	[ -n "$(kvget "$2" Bps)" ] && [ -n "$(kvget "$k" fold_Bps)" ] &&
+		KB+=("$(div "$(kvget "$k" fold_Bps)" "$(kvget "$2" Bps)" 4)")
+	return 0
+}
+
 # stalls_line: what the host took from each vCPU in one second, both
 # spinning at once (droce-ceiling stalls): a line for the report
 stalls_line() {

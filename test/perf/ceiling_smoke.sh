@@ -3,7 +3,8 @@
 #
 # app/droce-perf's droce-ceiling, the raw figures devtools/bench.sh puts
 # beside droce's: every mode once, briefly. One process: pps and rtt over
-# the net_ring pair (rtt also with --ack), memcpy, crc, stalls (stopped
+# the net_ring pair (rtt also with --ack), memcpy, crc, clmul (at a width
+# droce folds with), stalls (stopped
 # for 0.2 s: it must see that). Two processes over a memif pair (no kernel
 # side): rx/tx and pong/ping (also with --ack, two frames a way), as
 # bench's ceil_pair runs them; both
@@ -59,6 +60,10 @@ one memcpy 0 memcpy -s 65536 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "memcpy: $(grep CEILING "$OUT")"; }
 one crc 0 crc -s 4096 -D 0.2 &&
 	{ positive "$(val "$OUT" Bps)" || fail "crc: $(grep CEILING "$OUT")"; }
+one clmul 0 clmul -D 0.2 &&
+	{ positive "$(val "$OUT" fold_Bps)" && positive "$(val "$OUT" mults_per_tsc)" &&
+	  case "$(val "$OUT" bits)" in 128 | 256 | 512) true ;; *) false ;; esac ||
+		fail "clmul: $(grep CEILING "$OUT")"; }
 
 # await_ready <pid> <file> <what>: until the process says it is ready
 # (its ' ready' line); fails if it dies first or takes over 20 s
