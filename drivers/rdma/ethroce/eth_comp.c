@@ -209,14 +209,19 @@ static void rx_ack(struct droce_qp *qp, uint8_t syn, uint32_t psn)
 
 /*
  * Whether eth_rx_one may leave this frame's ICRC to the copy of its
- * payload into the READ's buffer (eth_rx_late_start): a long MIDDLE or LAST
- * response of the oldest outstanding READ, the next one it waits for, that
- * the checks of rx_read_resp (kept in step with it here) let through to
- * the copy. Its implied acknowledgement of the PSNs before it is taken
- * after the copy proved the frame sound: with the READ the oldest WQE and
- * responses already placed, it retires nothing, only moves the
- * unacknowledged PSN. A FIRST or ONLY (which may retire the WQEs before
- * the READ), a response out of order, past a rewind: checked first.
+ * payload into the READ's buffer (eth_rx_late_start): a long response of
+ * the oldest outstanding READ, the next one it waits for, that the checks
+ * of rx_read_resp (kept in step with it here) let through to the copy.
+ * The frame does not pick that memory, the requester's own WQE does: a
+ * damaged frame writes only into the buffer of a READ not complete, which
+ * the sound response, asked for again, overwrites before the completion
+ * (a WRITE's RETH, by contrast, is checked before it is trusted). Its
+ * implied acknowledgement of the PSNs before it is taken after the copy
+ * proved the frame sound; with the READ the oldest WQE and everything
+ * before it acknowledged (a FIRST or ONLY: the unacknowledged PSN is the
+ * READ's first; a MIDDLE or LAST: responses already placed) it retires
+ * nothing. A FIRST or ONLY that would retire WQEs before the READ, a
+ * response out of order, past a rewind: checked first.
  */
 bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 {
@@ -227,19 +232,35 @@ bool eth_comp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 	if (qp->transport != ROCE_TRANSPORT_RC ||
 	    (p->opcode & 0xe0) != ROCE_TRANSPORT_RC || !qp->tmpl_ready ||
 	    qp->state != IBV_QPS_RTS || qp->req_acked == qp->req_hwm ||
-	    (int32_t)(qp->req_acked - qp->req_cur) > 0 ||
-	    (op != ROCE_OP_READ_RESP_MIDDLE && op != ROCE_OP_READ_RESP_LAST))
+	    (int32_t)(qp->req_acked - qp->req_cur) > 0)
 		return false;
 	st = &qp->sq_state[qp->req_acked & (qp->sq_cnt - 1)];
-	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done || st->rcvd == 0 ||
-	    p->psn != roce_psn_add(st->psn_first, st->rcvd))
+	if (st->opcode != MLX5_OPCODE_RDMA_READ || st->done)
 		return false;
-	off = st->rcvd * qp->mtu;
-	return op == ROCE_OP_READ_RESP_MIDDLE ?
-	       p->payload_len == qp->mtu && st->rcvd + 1 < st->npkts :
-	       p->payload_len == RTE_MIN(qp->mtu, st->length -
-					 RTE_MIN(off, st->length)) &&
-	       st->rcvd + 1 == st->npkts;
+	switch (op) {
+	case ROCE_OP_READ_RESP_FIRST:
+	case ROCE_OP_READ_RESP_ONLY:
+		if (st->rcvd != 0 || p->psn != st->psn_first ||
+		    qp->req_una_psn != p->psn)
+			return false;
+		return op == ROCE_OP_READ_RESP_FIRST ?
+		       p->payload_len == qp->mtu && st->npkts > 1 :
+		       p->payload_len == RTE_MIN(qp->mtu, st->length) &&
+		       st->npkts == 1;
+	case ROCE_OP_READ_RESP_MIDDLE:
+	case ROCE_OP_READ_RESP_LAST:
+		if (st->rcvd == 0 ||
+		    p->psn != roce_psn_add(st->psn_first, st->rcvd))
+			return false;
+		off = st->rcvd * qp->mtu;
+		return op == ROCE_OP_READ_RESP_MIDDLE ?
+		       p->payload_len == qp->mtu && st->rcvd + 1 < st->npkts :
+		       p->payload_len == RTE_MIN(qp->mtu, st->length -
+						 RTE_MIN(off, st->length)) &&
+		       st->rcvd + 1 == st->npkts;
+	default:
+		return false;
+	}
 }
 
 /*
@@ -283,8 +304,8 @@ static inline bool read_only_straight(struct droce_qp *qp,
 	return true;
 }
 
-/* (eth_comp_place_late predicts the checks here for MIDDLE and LAST
- * responses: a check added before the scatter must be added there too.) */
+/* (eth_comp_place_late predicts the checks here for a response it lets
+ * through: a check added before the scatter must be added there too.) */
 static void rx_read_resp(struct droce_qp *qp, const struct roce_pkt *p,
 			 const struct rte_mbuf *m, uint8_t op, bool late)
 {
