@@ -182,12 +182,19 @@ static void rnr_nak(struct droce_qp *qp, uint32_t psn)
 /*
  * Whether eth_rx_one may leave this frame's ICRC to the copy of its
  * payload into place (one pass over the bytes instead of two): a MIDDLE or
- * LAST of the WRITE or SEND in progress, at the expected PSN, that the
- * checks on the way (eth_rx_one's after the ICRC, eth_resp_rx's, do_write's
- * and do_send's; kept in step with them here) let through to the copy with
- * nothing changed before it. Anything else, a frame that starts a message,
- * would be NAKed, dropped or taken as a duplicate, is checked first as
- * always: a damaged frame never draws an answer.
+ * LAST of the WRITE or SEND in progress, or a SEND's FIRST or ONLY, at the
+ * expected PSN, that the checks on the way (eth_rx_one's after the ICRC,
+ * eth_resp_rx's, do_write's and do_send's; kept in step with them here)
+ * let through to the copy with nothing answered before it. A SEND that
+ * starts goes to the memory of a receive WQE, which the frame does not
+ * pick (a damaged one writes into a WQE that stays claimed for the sound
+ * one); it is late only where that WQE is certain: one held already, or
+ * the QP's own receive queue not empty (its engine alone takes from it; an
+ * SRQ's may go to another QP first, and a missing WQE's RNR NAK must not
+ * answer an unproved frame). A WRITE that starts is not: its RETH picks
+ * the memory. Anything else, a frame that would be NAKed, dropped or taken
+ * as a duplicate, is checked first as always: a damaged frame never draws
+ * an answer.
  */
 bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 {
@@ -214,6 +221,16 @@ bool eth_resp_place_late(const struct droce_qp *qp, const struct roce_pkt *p)
 	case ROCE_OP_SEND_LAST:
 	case ROCE_OP_SEND_LAST_IMM:
 		return qp->resp_in_send;
+	case ROCE_OP_SEND_FIRST:
+	case ROCE_OP_SEND_ONLY:
+	case ROCE_OP_SEND_ONLY_IMM:
+		return !qp->resp_in_send && !qp->resp_in_write &&
+		       ((p->opcode & 0x1f) != ROCE_OP_SEND_FIRST ||
+			p->payload_len == qp->mtu) &&
+		       (qp->resp_have_wqe ||
+			(qp->srq == NULL && qp->rq != NULL &&
+			 qp->rq->ci != __atomic_load_n(&qp->rq->db,
+						       __ATOMIC_ACQUIRE)));
 	default:
 		return false;
 	}
