@@ -325,9 +325,11 @@ static inline int eth_mbuf_copy(const struct rte_mbuf *m, uint32_t off,
 }
 
 /*
- * eth_rx.c: ICRC at placement. eth_rx_one leaves the ICRC of a long
- * MIDDLE or LAST frame that continues a message in progress (the
- * responder's or completer's place_late said so) to the copy of its
+ * eth_rx.c: ICRC at placement. eth_rx_one leaves the ICRC of a long frame
+ * whose memory the receiver, not the frame, picks (a MIDDLE or LAST that
+ * continues a message in progress, a READ response FIRST or ONLY, a SEND
+ * FIRST or ONLY with its receive WQE certain: the responder's or
+ * completer's place_late said so) to the copy of its
  * payload into place, one pass over the bytes instead of two:
  * eth_rx_late_start() is the running ICRC over its headers for the copy to
  * carry on (roce_crc32_copy), eth_rx_late_done() the verdict after the

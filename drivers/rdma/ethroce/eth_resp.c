@@ -822,8 +822,9 @@ static inline bool read_one_straight(struct droce_qp *qp,
 }
 
 /* (eth_resp_place_late predicts the checks here and in do_write/do_send
- * for MIDDLE and LAST frames: a check added before their copy must be
- * added there too, or a damaged frame could draw an answer.
+ * for the frames it lets through (MIDDLE and LAST, a SEND's FIRST and
+ * ONLY): a check added before their copy must be added there too, or a
+ * damaged frame could draw an answer.
  * write_only_straight, send_only_straight and read_one_straight repeat
  * the ones their frames meet.) */
 void eth_resp_rx(struct droce_qp *qp, const struct roce_pkt *p,

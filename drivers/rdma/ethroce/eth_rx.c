@@ -3,10 +3,12 @@
  * Receive: one burst from the port, each frame classified (ARP, RoCEv2,
  * other), parsed by lib/roce, its ICRC verified (across mbuf segments), and
  * handed to the responder (requests) or the completer (responses) of its QP.
- * A long MIDDLE or LAST of the WRITE, SEND or READ response in progress is
- * the exception: the responder or completer checks its ICRC as it copies
- * the payload into place (eth_resp_place_late, eth_comp_place_late), one
- * pass over the bytes instead of two.
+ * A long frame whose memory the receiver picks (a MIDDLE or LAST of the
+ * WRITE, SEND or READ response in progress, a READ response FIRST or ONLY,
+ * a SEND FIRST or ONLY with its receive WQE certain) is the exception: the
+ * responder or completer checks its ICRC as it copies the payload into
+ * place (eth_resp_place_late, eth_comp_place_late), one pass over the
+ * bytes instead of two.
  * The commonest frames take shorter parses with the same checks: an RC
  * ACK (rx_ack4: the whole walk in short) and one-packet RC SENDs, WRITEs,
  * READ requests and responses (roce_parse_only4, then the usual walk).
@@ -227,9 +229,10 @@ parsed:
 		dev->st.rx_not_roce++;	/* not for this port (or its VLAN) */
 		return;
 	}
-	/* A long MIDDLE or LAST of the message in progress: its ICRC is
-	 * checked as its payload is copied into place (the P_Key is checked
-	 * first, as it would be right after the ICRC). */
+	/* A long frame whose memory the receiver picks (place_late says
+	 * which): its ICRC is checked as its payload is copied into place
+	 * (the P_Key is checked first, as it would be right after the
+	 * ICRC). */
 	if (p.payload_len >= ETH_RX_LATE_MIN && m->nb_segs == 1 &&
 	    !droce_trace_on &&
 	    (p.pkey | ROCE_PKEY_FULL) == ROCE_DEFAULT_PKEY) {
