@@ -10,11 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 
+#include "droce.h"
 #include "droce_test.h"
 #include "roce.h"
 
@@ -154,6 +156,78 @@ static inline void dt_pair_inject_to_a(struct rte_mbuf *m)
 
 	CHECK_PTR(ba);
 	CHECK_EQ(rte_ring_enqueue(ba, m), 0);
+}
+
+/* Onto the wire towards A in one burst: the n frames onto the B->A ring
+ * of the pair at once (A's next receive takes them together). */
+static inline void dt_pair_inject_burst_to_a(struct rte_mbuf **m,
+					     unsigned int n)
+{
+	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
+
+	CHECK_PTR(ba);
+	CHECK_EQ(rte_ring_enqueue_bulk(ba, (void **)m, n, NULL), n);
+}
+
+/* The frame made damaged: its ICRC's last byte flipped. One segment (as
+ * dt_roce_frame makes them), so that a receiver may check it at placement
+ * (eth_rx_one takes one segment only). */
+static inline void dt_frame_damage(struct rte_mbuf *m)
+{
+	CHECK_EQ(m->nb_segs, 1u);
+	rte_pktmbuf_mtod(m, uint8_t *)[m->data_len - 1] ^= 0x5a;
+}
+
+/*
+ * Until device d gave `want` more ICRC verdicts (frames counted received
+ * or damaged) than in s0, or a second, then 20 ms for whatever it would
+ * answer; cq, polled on the way (that drives an app-driven engine), must
+ * stay empty. s1: d's counters after.
+ */
+static inline void dt_wait_verdicts(struct dt_dev *d, struct dt_cq *cq,
+				    const struct droce_dev_stats *s0,
+				    uint64_t want, struct droce_dev_stats *s1)
+{
+	struct ibv_wc wc[2];
+	double t = dt_now();
+
+	do {
+		CHECK_EQ(dt_cq_poll(cq, wc, 2), 0);
+		usleep(1000);
+		CHECK_OK(droce_dev_stats_get(d->ctx, s1));
+	} while (s1->rx_pkts + s1->rx_icrc_err - s0->rx_pkts - s0->rx_icrc_err <
+		 want && dt_now() - t < 1.0);
+	usleep(20000);
+	CHECK_EQ(dt_cq_poll(cq, wc, 2), 0);
+	CHECK_OK(droce_dev_stats_get(d->ctx, s1));
+}
+
+/* Receive counters from s0 to s1: frames taken, found damaged, and checked
+ * at placement (good or damaged), as expected. */
+#define DT_CHECK_RX_DELTA(s0, s1, pkts, icrc_err, icrc_late) do {	\
+	CHECK_EQ((s1).rx_pkts - (s0).rx_pkts, (uint64_t)(pkts));	\
+	CHECK_EQ((s1).rx_icrc_err - (s0).rx_icrc_err, (uint64_t)(icrc_err)); \
+	CHECK_EQ((s1).rx_icrc_late - (s0).rx_icrc_late, (uint64_t)(icrc_late)); \
+} while (0)
+
+/* Every byte of buf[0, size): data[i - start] inside the n ranges
+ * {start, length} (data as long as the longest), fill elsewhere. */
+static inline void dt_check_ranges(const uint8_t *buf, uint32_t size,
+				   uint8_t fill, const uint8_t *data,
+				   const uint32_t (*ranges)[2], int n)
+{
+	for (uint32_t i = 0; i < size; i++) {
+		uint8_t want = fill;
+
+		for (int r = 0; r < n; r++)
+			if (i >= ranges[r][0] && i < ranges[r][0] + ranges[r][1])
+				want = data[i - ranges[r][0]];
+		if (buf[i] != want) {
+			DT_FAIL_(1, "byte %u of the buffer is 0x%02x, not 0x%02x",
+				 i, buf[i], want);
+			return;
+		}
+	}
 }
 
 /* An ACK or NAK (syndrome, MSN) from B's side to A's QP qpn, built from

@@ -49,44 +49,9 @@ static struct rte_mbuf *resp(struct dt_env *env, uint32_t qpn, uint8_t op,
 	p.aeth_msn = ++msn;
 	p.payload_len = len;
 	m = dt_roce_frame(pool, &p, data, 0);
-	CHECK_EQ(m->nb_segs, 1u);	/* (the late check takes one segment) */
 	if (damaged)
-		rte_pktmbuf_mtod(m, uint8_t *)[m->data_len - 1] ^= 0x5a;
+		dt_frame_damage(m);
 	return m;
-}
-
-static void inject(struct rte_mbuf **m, unsigned int n)
-{
-	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
-
-	CHECK_PTR(ba);
-	CHECK_EQ(rte_ring_enqueue_bulk(ba, (void **)m, n, NULL), n);
-}
-
-static void stats(struct dt_dev *d, struct droce_dev_stats *st)
-{
-	CHECK_OK(droce_dev_stats_get(d->ctx, st));
-}
-
-/* Until A gave `want` more ICRC verdicts (good or bad) than in s0, or a
- * second; A's send CQ polled on the way (that drives an app-driven engine)
- * must stay empty. */
-static void wait_quiet(struct dt_dev *A, struct dt_cq *sa,
-		       const struct droce_dev_stats *s0, uint64_t want,
-		       struct droce_dev_stats *s1)
-{
-	struct ibv_wc wc[2];
-	double t = dt_now();
-
-	do {
-		CHECK_EQ(dt_cq_poll(sa, wc, 2), 0);
-		usleep(1000);
-		stats(A, s1);
-	} while (s1->rx_pkts + s1->rx_icrc_err - s0->rx_pkts - s0->rx_icrc_err <
-		 want && dt_now() - t < 1.0);
-	usleep(20000);
-	CHECK_EQ(dt_cq_poll(sa, wc, 2), 0);
-	stats(A, s1);
 }
 
 static void post(struct ibv_qp *qa, struct ibv_mr *mr, enum ibv_wr_opcode op,
@@ -114,25 +79,6 @@ static void check_wc(const struct ibv_wc *wc, uint64_t wr_id,
 		CHECK_EQ(wc->byte_len, byte_len);
 	CHECK_EQ(wc->qp_num, qa->qp_num);
 	CHECK_EQ(wc->wc_flags, 0u);
-}
-
-/* Every byte of A's buffer: the READs' data where they landed, 0x11
- * elsewhere. */
-static void check_buf(const uint8_t *buf, const uint8_t *data,
-		      const uint32_t (*ranges)[2], int n)
-{
-	for (uint32_t i = 0; i < BUF; i++) {
-		uint8_t want = 0x11;
-
-		for (int r = 0; r < n; r++)
-			if (i >= ranges[r][0] && i < ranges[r][0] + ranges[r][1])
-				want = data[i - ranges[r][0]];
-		if (buf[i] != want) {
-			DT_FAIL_(1, "byte %u of A's buffer is 0x%02x, not 0x%02x",
-				 i, buf[i], want);
-			return;
-		}
-	}
 }
 
 int main(void)
@@ -171,42 +117,36 @@ int main(void)
 	/* READ 1, one response: a damaged ONLY, then the sound one. */
 	post(qa, mr, IBV_WR_RDMA_READ, 1, buf + ONLY_OFF, ONLY_LEN);
 	usleep(20000);	/* out, and dropped by B */
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_ONLY, sq_psn, bad,
 		    ONLY_LEN, true);
-	inject(m, 1);
-	wait_quiet(A, &sa, &s0, 1, &s1);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &sa, &s0, 1, &s1);
 	printf("damaged ONLY: rx_pkts +%" PRIu64 ", rx_icrc_err +%" PRIu64
 	       ", rx_icrc_late +%" PRIu64 "\n", s1.rx_pkts - s0.rx_pkts,
 	       s1.rx_icrc_err - s0.rx_icrc_err,
 	       s1.rx_icrc_late - s0.rx_icrc_late);
-	CHECK_EQ(s1.rx_pkts - s0.rx_pkts, 0u);
-	CHECK_EQ(s1.rx_icrc_err - s0.rx_icrc_err, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 1u);
+	DT_CHECK_RX_DELTA(s0, s1, 0, 1, 1);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_ONLY, sq_psn, data,
 		    ONLY_LEN, false);
-	inject(m, 1);
+	dt_pair_inject_burst_to_a(m, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "READ 1"), 1);
 	check_wc(&wc[0], 1, IBV_WC_RDMA_READ, ONLY_LEN, qa);
-	stats(A, &s2);
-	CHECK_EQ(s2.rx_pkts - s1.rx_pkts, 1u);
-	CHECK_EQ(s2.rx_icrc_err - s1.rx_icrc_err, 0u);
-	CHECK_EQ(s2.rx_icrc_late - s1.rx_icrc_late, 1u);
-	check_buf(buf, data, ranges, 1);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
+	DT_CHECK_RX_DELTA(s1, s2, 1, 0, 1);
+	dt_check_ranges(buf, BUF, 0x11, data, ranges, 1);
 	printf("READ 1 (ONLY) complete byte for byte\n");
 
 	/* READ 2, three responses: a damaged FIRST, then all three sound. */
 	post(qa, mr, IBV_WR_RDMA_READ, 2, buf + MULTI_OFF, MULTI_LEN);
 	usleep(20000);
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_FIRST, sq_psn + 1,
 		    bad, MTU, true);
-	inject(m, 1);
-	wait_quiet(A, &sa, &s0, 1, &s1);
-	CHECK_EQ(s1.rx_pkts - s0.rx_pkts, 0u);
-	CHECK_EQ(s1.rx_icrc_err - s0.rx_icrc_err, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 1u);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &sa, &s0, 1, &s1);
+	DT_CHECK_RX_DELTA(s0, s1, 0, 1, 1);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_FIRST, sq_psn + 1,
 		    data, MTU, false);
@@ -214,14 +154,12 @@ int main(void)
 		    data + MTU, MTU, false);
 	m[2] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_LAST, sq_psn + 3,
 		    data + 2 * MTU, MULTI_LEN - 2 * MTU, false);
-	inject(m, 3);
+	dt_pair_inject_burst_to_a(m, 3);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "READ 2"), 1);
 	check_wc(&wc[0], 2, IBV_WC_RDMA_READ, MULTI_LEN, qa);
-	stats(A, &s2);
-	CHECK_EQ(s2.rx_pkts - s1.rx_pkts, 3u);
-	CHECK_EQ(s2.rx_icrc_err - s1.rx_icrc_err, 0u);
-	CHECK_EQ(s2.rx_icrc_late - s1.rx_icrc_late, 3u);
-	check_buf(buf, data, ranges, 2);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
+	DT_CHECK_RX_DELTA(s1, s2, 3, 0, 3);
+	dt_check_ranges(buf, BUF, 0x11, data, ranges, 2);
 	printf("READ 2 (FIRST, MIDDLE, LAST) complete byte for byte\n");
 
 	/* WRITE 3 (B never acknowledges it), READ 4: its ONLY response
@@ -229,18 +167,17 @@ int main(void)
 	post(qa, mr, IBV_WR_RDMA_WRITE, 3, buf, 64);
 	post(qa, mr, IBV_WR_RDMA_READ, 4, buf + AFTER_OFF, ONLY_LEN);
 	usleep(20000);
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_ONLY, sq_psn + 5,
 		    data, ONLY_LEN, false);
-	inject(m, 1);
+	dt_pair_inject_burst_to_a(m, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 2, DT_WAIT_S, "WRITE 3, READ 4"), 2);
 	check_wc(&wc[0], 3, IBV_WC_RDMA_WRITE, 0, qa);
 	check_wc(&wc[1], 4, IBV_WC_RDMA_READ, ONLY_LEN, qa);
-	stats(A, &s1);
-	CHECK_EQ(s1.rx_pkts - s0.rx_pkts, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 0u);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s1));
+	DT_CHECK_RX_DELTA(s0, s1, 1, 0, 0);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
-	check_buf(buf, data, ranges, 3);
+	dt_check_ranges(buf, BUF, 0x11, data, ranges, 3);
 	printf("READ 4 behind an unacknowledged WRITE: checked first, both "
 	       "complete\n");
 

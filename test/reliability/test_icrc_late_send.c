@@ -46,44 +46,9 @@ static struct rte_mbuf *send_pkt(struct dt_env *env, uint32_t qpn, uint8_t op,
 	p.ack_req = op != ROCE_OP_SEND_FIRST && op != ROCE_OP_SEND_MIDDLE;
 	p.payload_len = len;
 	m = dt_roce_frame(pool, &p, data, 0);
-	CHECK_EQ(m->nb_segs, 1u);	/* (the late check takes one segment) */
 	if (damaged)
-		rte_pktmbuf_mtod(m, uint8_t *)[m->data_len - 1] ^= 0x5a;
+		dt_frame_damage(m);
 	return m;
-}
-
-static void inject(struct rte_mbuf **m, unsigned int n)
-{
-	struct rte_ring *ba = rte_ring_lookup("droce_pair0_ba");
-
-	CHECK_PTR(ba);
-	CHECK_EQ(rte_ring_enqueue_bulk(ba, (void **)m, n, NULL), n);
-}
-
-static void stats(struct dt_dev *d, struct droce_dev_stats *st)
-{
-	CHECK_OK(droce_dev_stats_get(d->ctx, st));
-}
-
-/* Until A gave `want` more ICRC verdicts (good or bad) than in s0, or a
- * second; then what it would answer, answered. A's receive CQ, polled on
- * the way (that drives an app-driven engine), must stay empty. */
-static void wait_quiet(struct dt_dev *A, struct dt_cq *ra,
-		       const struct droce_dev_stats *s0, uint64_t want,
-		       struct droce_dev_stats *s1)
-{
-	struct ibv_wc wc[2];
-	double t = dt_now();
-
-	do {
-		CHECK_EQ(dt_cq_poll(ra, wc, 2), 0);
-		usleep(1000);
-		stats(A, s1);
-	} while (s1->rx_pkts + s1->rx_icrc_err - s0->rx_pkts - s0->rx_icrc_err <
-		 want && dt_now() - t < 1.0);
-	usleep(20000);
-	CHECK_EQ(dt_cq_poll(ra, wc, 2), 0);
-	stats(A, s1);
 }
 
 static void post_recv(struct ibv_qp *qa, struct ibv_mr *mr, uint64_t wr_id,
@@ -106,25 +71,6 @@ static void check_recv(const struct ibv_wc *wc, uint64_t wr_id,
 	CHECK_EQ(wc->qp_num, qa->qp_num);
 	CHECK_EQ(wc->src_qp, 0xabd2u);
 	CHECK_EQ(wc->wc_flags, 0u);
-}
-
-/* Every byte of A's buffer: the SENDs' data where they landed, 0x11
- * elsewhere. */
-static void check_buf(const uint8_t *buf, const uint8_t *data,
-		      const uint32_t (*ranges)[2], int n)
-{
-	for (uint32_t i = 0; i < BUF; i++) {
-		uint8_t want = 0x11;
-
-		for (int r = 0; r < n; r++)
-			if (i >= ranges[r][0] && i < ranges[r][0] + ranges[r][1])
-				want = data[i - ranges[r][0]];
-		if (buf[i] != want) {
-			DT_FAIL_(1, "byte %u of A's buffer is 0x%02x, not 0x%02x",
-				 i, buf[i], want);
-			return;
-		}
-	}
 }
 
 int main(void)
@@ -161,20 +107,18 @@ int main(void)
 	 * first frame also gives A's QP B's MAC: no frame that could teach a
 	 * MAC is placed late, so the QP sends once (the RNR NAK) before the
 	 * late cases below. */
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_ONLY, psn, bad,
 			ONLY_LEN, true);
-	inject(m, 1);
-	wait_quiet(A, &ra, &s0, 1, &s1);
-	CHECK_EQ(s1.rx_icrc_err - s0.rx_icrc_err, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 0u);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &ra, &s0, 1, &s1);
+	DT_CHECK_RX_DELTA(s0, s1, 0, 1, 0);
 	CHECK_EQ(s1.tx_pkts - s0.tx_pkts, 0u);
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_ONLY, psn, data,
 			ONLY_LEN, false);
-	inject(m, 1);
-	wait_quiet(A, &ra, &s1, 1, &s2);
-	CHECK_EQ(s2.rx_pkts - s1.rx_pkts, 1u);
-	CHECK_EQ(s2.rx_icrc_late - s1.rx_icrc_late, 0u);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &ra, &s1, 1, &s2);
+	DT_CHECK_RX_DELTA(s1, s2, 1, 0, 0);
 	CHECK_EQ(s2.tx_rnr_naks - s1.tx_rnr_naks, 1u);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
 	printf("no receive posted: a damaged ONLY dropped unanswered, a sound "
@@ -183,44 +127,38 @@ int main(void)
 	/* A damaged ONLY, then the sound one, into receive 1. */
 	post_recv(qa, mr, 1, buf + R1_OFF, 1000);
 	post_recv(qa, mr, 2, buf + R2_OFF, 4000);
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_ONLY, psn, bad,
 			ONLY_LEN, true);
-	inject(m, 1);
-	wait_quiet(A, &ra, &s0, 1, &s1);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &ra, &s0, 1, &s1);
 	printf("damaged ONLY: rx_pkts +%" PRIu64 ", rx_icrc_err +%" PRIu64
 	       ", rx_icrc_late +%" PRIu64 ", tx_pkts +%" PRIu64 "\n",
 	       s1.rx_pkts - s0.rx_pkts, s1.rx_icrc_err - s0.rx_icrc_err,
 	       s1.rx_icrc_late - s0.rx_icrc_late, s1.tx_pkts - s0.tx_pkts);
-	CHECK_EQ(s1.rx_pkts - s0.rx_pkts, 0u);
-	CHECK_EQ(s1.rx_icrc_err - s0.rx_icrc_err, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 1u);
+	DT_CHECK_RX_DELTA(s0, s1, 0, 1, 1);
 	CHECK_EQ(s1.tx_pkts - s0.tx_pkts, 0u);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_ONLY, psn, data,
 			ONLY_LEN, false);
-	inject(m, 1);
+	dt_pair_inject_burst_to_a(m, 1);
 	CHECK_EQ(dt_wait_wc(&ra, wc, 1, DT_WAIT_S, "receive 1"), 1);
 	check_recv(&wc[0], 1, ONLY_LEN, qa);
 	usleep(20000);
-	stats(A, &s2);
-	CHECK_EQ(s2.rx_pkts - s1.rx_pkts, 1u);
-	CHECK_EQ(s2.rx_icrc_err - s1.rx_icrc_err, 0u);
-	CHECK_EQ(s2.rx_icrc_late - s1.rx_icrc_late, 1u);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
+	DT_CHECK_RX_DELTA(s1, s2, 1, 0, 1);
 	CHECK_EQ(s2.tx_acks - s1.tx_acks, 1u);
 	CHECK_EQ(s2.tx_naks - s1.tx_naks, 0u);
-	check_buf(buf, data, ranges, 1);
+	dt_check_ranges(buf, BUF, 0x11, data, ranges, 1);
 	printf("SEND 1 (ONLY) received byte for byte, one ACK\n");
 
 	/* A damaged FIRST, then FIRST, MIDDLE, LAST sound, into receive 2. */
-	stats(A, &s0);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_FIRST, psn + 1, bad,
 			MTU, true);
-	inject(m, 1);
-	wait_quiet(A, &ra, &s0, 1, &s1);
-	CHECK_EQ(s1.rx_pkts - s0.rx_pkts, 0u);
-	CHECK_EQ(s1.rx_icrc_err - s0.rx_icrc_err, 1u);
-	CHECK_EQ(s1.rx_icrc_late - s0.rx_icrc_late, 1u);
+	dt_pair_inject_burst_to_a(m, 1);
+	dt_wait_verdicts(A, &ra, &s0, 1, &s1);
+	DT_CHECK_RX_DELTA(s0, s1, 0, 1, 1);
 	CHECK_EQ(s1.tx_pkts - s0.tx_pkts, 0u);
 	m[0] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_FIRST, psn + 1, data,
 			MTU, false);
@@ -228,18 +166,16 @@ int main(void)
 			data + MTU, MTU, false);
 	m[2] = send_pkt(&env, qa->qp_num, ROCE_OP_SEND_LAST, psn + 3,
 			data + 2 * MTU, MULTI_LEN - 2 * MTU, false);
-	inject(m, 3);
+	dt_pair_inject_burst_to_a(m, 3);
 	CHECK_EQ(dt_wait_wc(&ra, wc, 1, DT_WAIT_S, "receive 2"), 1);
 	check_recv(&wc[0], 2, MULTI_LEN, qa);
 	usleep(20000);
-	stats(A, &s2);
-	CHECK_EQ(s2.rx_pkts - s1.rx_pkts, 3u);
-	CHECK_EQ(s2.rx_icrc_err - s1.rx_icrc_err, 0u);
-	CHECK_EQ(s2.rx_icrc_late - s1.rx_icrc_late, 3u);
+	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
+	DT_CHECK_RX_DELTA(s1, s2, 3, 0, 3);
 	CHECK_EQ(s2.tx_naks - s1.tx_naks, 0u);
 	CHECK(s2.tx_acks - s1.tx_acks >= 1u);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
-	check_buf(buf, data, ranges, 2);
+	dt_check_ranges(buf, BUF, 0x11, data, ranges, 2);
 	printf("SEND 2 (FIRST, MIDDLE, LAST) received byte for byte\n");
 
 	return dt_silent_b_finish(&env, "test_icrc_late_send", qa, &sa, &ra,
