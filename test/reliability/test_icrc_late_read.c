@@ -54,32 +54,10 @@ static struct rte_mbuf *resp(struct dt_env *env, uint32_t qpn, uint8_t op,
 	return m;
 }
 
-static void post(struct ibv_qp *qa, struct ibv_mr *mr, enum ibv_wr_opcode op,
-		 uint64_t wr_id, uint8_t *local, uint32_t len)
-{
-	struct ibv_sge sge = { (uintptr_t)local, len, mr->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-
-	wr.wr.rdma.remote_addr = 0x10000;
-	wr.wr.rdma.rkey = 0x4242;
-	CHECK_OK(ibv_post_send(qa, &wr, &bad));
-}
-
-static void check_wc(const struct ibv_wc *wc, uint64_t wr_id,
-		     enum ibv_wc_opcode op, uint32_t byte_len,
-		     const struct ibv_qp *qa)
-{
-	CHECK_EQ(wc->wr_id, wr_id);
-	CHECK_EQ(wc->status, IBV_WC_SUCCESS);
-	CHECK_EQ(wc->opcode, op);
-	if (op == IBV_WC_RDMA_READ)
-		CHECK_EQ(wc->byte_len, byte_len);
-	CHECK_EQ(wc->qp_num, qa->qp_num);
-	CHECK_EQ(wc->wc_flags, 0u);
-}
+/* A's WQE towards B's nonexistent memory (B never answers for itself). */
+#define POST(op, wr_id, local, len)					\
+	dt_post_one(qa, op, wr_id, local, len, mr->lkey,		\
+		    (void *)(uintptr_t)0x10000, 0x4242, IBV_SEND_SIGNALED)
 
 int main(void)
 {
@@ -91,6 +69,7 @@ int main(void)
 	struct ibv_qp *qa;
 	struct ibv_mr *mr;
 	struct ibv_wc wc[4];
+	struct dt_wc_exp e;
 	struct rte_mbuf *m[3];
 	uint8_t *buf = dt_alloc(BUF), data[MULTI_LEN], bad[MTU];
 	const uint32_t sq_psn = 0x2468, ghost_qpn = 0xabd1;
@@ -115,7 +94,7 @@ int main(void)
 	memset(bad, 'Z', sizeof(bad));
 
 	/* READ 1, one response: a damaged ONLY, then the sound one. */
-	post(qa, mr, IBV_WR_RDMA_READ, 1, buf + ONLY_OFF, ONLY_LEN);
+	POST(IBV_WR_RDMA_READ, 1, buf + ONLY_OFF, ONLY_LEN);
 	usleep(20000);	/* out, and dropped by B */
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_ONLY, sq_psn, bad,
@@ -132,14 +111,15 @@ int main(void)
 		    ONLY_LEN, false);
 	dt_pair_inject_burst_to_a(m, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "READ 1"), 1);
-	check_wc(&wc[0], 1, IBV_WC_RDMA_READ, ONLY_LEN, qa);
+	e = dt_exp_send(1, IBV_WR_RDMA_READ, ONLY_LEN, qa->qp_num);
+	CHECK_WC(&wc[0], &e);
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
 	DT_CHECK_RX_DELTA(s1, s2, 1, 0, 1);
 	dt_check_ranges(buf, BUF, 0x11, data, ranges, 1);
 	printf("READ 1 (ONLY) complete byte for byte\n");
 
 	/* READ 2, three responses: a damaged FIRST, then all three sound. */
-	post(qa, mr, IBV_WR_RDMA_READ, 2, buf + MULTI_OFF, MULTI_LEN);
+	POST(IBV_WR_RDMA_READ, 2, buf + MULTI_OFF, MULTI_LEN);
 	usleep(20000);
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_FIRST, sq_psn + 1,
@@ -156,7 +136,8 @@ int main(void)
 		    data + 2 * MTU, MULTI_LEN - 2 * MTU, false);
 	dt_pair_inject_burst_to_a(m, 3);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 1, DT_WAIT_S, "READ 2"), 1);
-	check_wc(&wc[0], 2, IBV_WC_RDMA_READ, MULTI_LEN, qa);
+	e = dt_exp_send(2, IBV_WR_RDMA_READ, MULTI_LEN, qa->qp_num);
+	CHECK_WC(&wc[0], &e);
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s2));
 	DT_CHECK_RX_DELTA(s1, s2, 3, 0, 3);
 	dt_check_ranges(buf, BUF, 0x11, data, ranges, 2);
@@ -164,16 +145,18 @@ int main(void)
 
 	/* WRITE 3 (B never acknowledges it), READ 4: its ONLY response
 	 * acknowledges the WRITE too, so its ICRC is checked first. */
-	post(qa, mr, IBV_WR_RDMA_WRITE, 3, buf, 64);
-	post(qa, mr, IBV_WR_RDMA_READ, 4, buf + AFTER_OFF, ONLY_LEN);
+	POST(IBV_WR_RDMA_WRITE, 3, buf, 64);
+	POST(IBV_WR_RDMA_READ, 4, buf + AFTER_OFF, ONLY_LEN);
 	usleep(20000);
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s0));
 	m[0] = resp(&env, qa->qp_num, ROCE_OP_READ_RESP_ONLY, sq_psn + 5,
 		    data, ONLY_LEN, false);
 	dt_pair_inject_burst_to_a(m, 1);
 	CHECK_EQ(dt_wait_wc(&sa, wc, 2, DT_WAIT_S, "WRITE 3, READ 4"), 2);
-	check_wc(&wc[0], 3, IBV_WC_RDMA_WRITE, 0, qa);
-	check_wc(&wc[1], 4, IBV_WC_RDMA_READ, ONLY_LEN, qa);
+	e = dt_exp_send(3, IBV_WR_RDMA_WRITE, 64, qa->qp_num);
+	CHECK_WC(&wc[0], &e);
+	e = dt_exp_send(4, IBV_WR_RDMA_READ, ONLY_LEN, qa->qp_num);
+	CHECK_WC(&wc[1], &e);
 	CHECK_OK(droce_dev_stats_get(A->ctx, &s1));
 	DT_CHECK_RX_DELTA(s0, s1, 1, 0, 0);
 	CHECK_EQ(dt_qp_state(qa), IBV_QPS_RTS);
