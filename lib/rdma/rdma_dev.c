@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 
 #include <rte_cycles.h>
@@ -324,6 +325,26 @@ int droce_dev_count(void)
 	return (int)droce_nb_devs;
 }
 
+/*
+ * DROCE_CLEANUP_PAUSE_US=<us>, for tests: a pause after each device is
+ * removed, the engine serving the devices left meanwhile. It holds open
+ * the window in which a device closed first must leave nothing behind
+ * that the others may still touch (its frames in their receive rings,
+ * their impairers): test_teardown_inflight.
+ */
+static void cleanup_pause(void)
+{
+	const char *v = getenv("DROCE_CLEANUP_PAUSE_US");
+	unsigned long us = v ? strtoul(v, NULL, 10) : 0;
+
+	if (us) {
+		struct timespec ts = { (time_t)(us / 1000000),
+				       (long)(us % 1000000) * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int droce_cleanup(void)
 {
 	pthread_mutex_lock(&droce_reg_lock);
@@ -343,6 +364,8 @@ int droce_cleanup(void)
 		rte_free(d->qp_tbl);
 		rte_free(d->mr_tbl);
 		rte_free(d);
+		if (droce_nb_devs > 0)
+			cleanup_pause();
 	}
 	pthread_mutex_unlock(&droce_reg_lock);
 	return 0;

@@ -39,6 +39,35 @@
 static struct rte_ring *pair_rings[DROCE_MAX_DEVS];
 static uint32_t nb_pair_rings;
 
+/*
+ * Pools of closed devices, freed with the last one. A frame is an mbuf of
+ * its sender's pool wherever it is until freed: in another device's
+ * receive ring (net_ring passes pointers, not copies), that device's link
+ * impairer, its hands. droce_cleanup closes devices one by one while the
+ * engine keeps serving the rest, so a pool freed with its own device let
+ * the engine receive (and return) mbufs of freed, zeroed memory: UBSan
+ * caught a received frame with a NULL buffer at teardown (rc_loss-zc).
+ */
+static struct rte_mempool *closed_pools[DROCE_MAX_DEVS];
+static uint32_t nb_closed_pools;
+
+/* The last device is closed: what the pair's rings still carry, then
+ * the rings and every closed device's pool. */
+static void free_closed(void)
+{
+	void *m;
+
+	while (nb_pair_rings) {
+		struct rte_ring *r = pair_rings[--nb_pair_rings];
+
+		while (rte_ring_dequeue(r, &m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(r);
+	}
+	while (nb_closed_pools)
+		rte_mempool_free(closed_pools[--nb_closed_pools]);
+}
+
 /* memif's buffer size when its devargs give none (DPDK 22.11). */
 #define MEMIF_DEFAULT_BSIZE	2048
 
@@ -266,13 +295,13 @@ void eth_port_close(struct droce_dev *dev)
 	rte_eth_dev_close(dev->port_id);
 	rte_free(dev->txq);
 	dev->txq = NULL;
-	rte_mempool_free(dev->pool);
+	if (nb_closed_pools < DROCE_MAX_DEVS)
+		closed_pools[nb_closed_pools++] = dev->pool;
+	else	/* (only after DROCE_MAX_DEVS failed probes: pools that never sent) */
+		rte_mempool_free(dev->pool);
 	dev->pool = NULL;
-	/* Rings of the embedded pair are free once both ports are closed. */
-	if (droce_nb_devs == 0) {
-		while (nb_pair_rings)
-			rte_ring_free(pair_rings[--nb_pair_rings]);
-	}
+	if (droce_nb_devs == 0)
+		free_closed();
 }
 
 int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
