@@ -520,51 +520,50 @@ if has scaling; then
 	# host's modes (the 16-QP rate alone 3.9-7.8 M msg/s): alternate the
 	# two, pair each 16384-QP window with the 16-QP window before it,
 	# and take the median of the pairs' ratios.
+	# scale_pairs <tag> <cycles key> <its header> <runner>: REPS pairs of
+	# `<runner> -q 16` and `-q 16384`, a table row each; sets PAIRS_MEDIAN
+	# and PAIRS_N
+	scale_pairs() {
+		local tag=$1 ck=$2 ch=$3 run=$4 i a b r ratios=()
+		echo "| pair | 16 QPs msg/s | $ch | 16384 QPs msg/s | $ch | ratio |"
+		echo "|---:|---:|---:|---:|---:|---:|"
+		for i in $(seq "$REPS"); do
+			a=$($run -q 16 | grep '^DROCE_PERF')
+			b=$($run -q 16384 | grep '^DROCE_PERF')
+			echo "$tag pair=$i q=16 $a" >>"$WORK/scaling.lines"
+			echo "$tag pair=$i q=16384 $b" >>"$WORK/scaling.lines"
+			r=$(div "$(kvget "$b" msg_rate)" "$(kvget "$a" msg_rate)" 3)
+			[ -n "$r" ] && ratios+=("$r")
+			echo "| $i | $(si "$(kvget "$a" msg_rate)") | $(fmt "$(kvget "$a" "$ck")" 0) | $(si "$(kvget "$b" msg_rate)") | $(fmt "$(kvget "$b" "$ck")" 0) | $(fmt "$r" 3) |"
+		done
+		PAIRS_MEDIAN=$(median "${ratios[@]}")
+		PAIRS_N=${#ratios[@]}
+	}
+	lb_scale() { LB_TIMEOUT=300 lb write_bw -s 64 -t 16 -u 14 -D 2 "$@"; }
+	# (the remote section's memif pair: a process and an app-driven
+	# engine an end, perftest's TCP exchange of 16384 QPs)
+	pair_scale() {
+		MEMIF_ARGS=$MEMIF_FRAME_ARGS PAIR_DEVARGS="mtu=4096$PORT_FRAME_ARGS" \
+			pair write_bw -s 64 -t 16 -u 14 -D 2 "$@"
+	}
 	echo
 	echo "Alternating pairs, 16 then 16384 QPs (\`-t 16 -u 14 -D 2\`), the target's figure:"
 	echo
-	echo "| pair | 16 QPs msg/s | engine cycles/msg | 16384 QPs msg/s | engine cycles/msg | ratio |"
-	echo "|---:|---:|---:|---:|---:|---:|"
-	ratios=()
-	for i in $(seq "$REPS"); do
-		a=$(LB_TIMEOUT=120 lb write_bw -s 64 -q 16 -t 16 -u 14 -D 2 | grep '^DROCE_PERF')
-		b=$(LB_TIMEOUT=300 lb write_bw -s 64 -q 16384 -t 16 -u 14 -D 2 | grep '^DROCE_PERF')
-		echo "pair=$i q=16 $a" >>"$WORK/scaling.lines"
-		echo "pair=$i q=16384 $b" >>"$WORK/scaling.lines"
-		r=$(div "$(kvget "$b" msg_rate)" "$(kvget "$a" msg_rate)" 3)
-		[ -n "$r" ] && ratios+=("$r")
-		echo "| $i | $(si "$(kvget "$a" msg_rate)") | $(fmt "$(kvget "$a" eng_cyc_per_msg)" 0) | $(si "$(kvget "$b" msg_rate)") | $(fmt "$(kvget "$b" eng_cyc_per_msg)" 0) | $(fmt "$r" 3) |"
-	done
-	m=$(median "${ratios[@]}")
+	scale_pairs lb eng_cyc_per_msg "engine cycles/msg" lb_scale
 	echo
-	echo "Median ratio $(fmt "$m" 3) over ${#ratios[@]} pairs (the single windows above: $(fmt "${TGT[qps]:-}" 3))."
-	[ -n "$m" ] && TGT[qps]=$m && TGT[qps_pairs]=${#ratios[@]}
+	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N pairs (the single windows above: $(fmt "${TGT[qps]:-}" 3))."
+	[ -n "$PAIRS_MEDIAN" ] && TGT[qps]=$PAIRS_MEDIAN && TGT[qps_pairs]=$PAIRS_N
 
-	# The issue's machine runs two engines, one core each: the same
-	# pairs over the remote section's memif pair, a process (and an
-	# app-driven engine) per end, perftest's TCP exchange of 16384 QPs.
+	# The issue's machine runs two engines, one core each: the same pairs
+	# in two processes.
 	echo
 	echo "The same pairs in two processes (memif pair, app-driven engines, one core each, as the remote section):"
 	echo
-	echo "| pair | 16 QPs msg/s | client cycles/msg | 16384 QPs msg/s | client cycles/msg | ratio |"
-	echo "|---:|---:|---:|---:|---:|---:|"
 	memif_frames 4096
-	ratios=()
-	for i in $(seq "$REPS"); do
-		a=$(MEMIF_ARGS=$MEMIF_FRAME_ARGS PAIR_DEVARGS="mtu=4096$PORT_FRAME_ARGS" \
-			pair write_bw -s 64 -q 16 -t 16 -u 14 -D 2)
-		b=$(MEMIF_ARGS=$MEMIF_FRAME_ARGS PAIR_DEVARGS="mtu=4096$PORT_FRAME_ARGS" \
-			pair write_bw -s 64 -q 16384 -t 16 -u 14 -D 2)
-		echo "remote pair=$i q=16 $a" >>"$WORK/scaling.lines"
-		echo "remote pair=$i q=16384 $b" >>"$WORK/scaling.lines"
-		r=$(div "$(kvget "$b" msg_rate)" "$(kvget "$a" msg_rate)" 3)
-		[ -n "$r" ] && ratios+=("$r")
-		echo "| $i | $(si "$(kvget "$a" msg_rate)") | $(fmt "$(kvget "$a" main_cyc_per_msg)" 0) | $(si "$(kvget "$b" msg_rate)") | $(fmt "$(kvget "$b" main_cyc_per_msg)" 0) | $(fmt "$r" 3) |"
-	done
-	m=$(median "${ratios[@]}")
+	scale_pairs remote main_cyc_per_msg "client cycles/msg" pair_scale
 	echo
-	echo "Median ratio $(fmt "$m" 3) over ${#ratios[@]} pairs. (load at end: $(load))"
-	[ -n "$m" ] && TGT[qps2]=$m && TGT[qps2_pairs]=${#ratios[@]}
+	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N pairs. (load at end: $(load))"
+	[ -n "$PAIRS_MEDIAN" ] && TGT[qps2]=$PAIRS_MEDIAN && TGT[qps2_pairs]=$PAIRS_N
 fi
 
 # ---------------------------------------------------------------- targets
