@@ -1106,14 +1106,14 @@ static int eth_dev_probe(struct droce_dev *dev)
 		return ret;
 	ret = eth_engine_attach(dev);
 	if (ret)
-		eth_port_close(dev);
+		eth_port_close(dev, false);
 	return ret;
 }
 
 static void eth_dev_remove(struct droce_dev *dev)
 {
 	eth_engine_detach(dev);
-	eth_port_close(dev);
+	eth_port_close(dev, true);
 }
 
 static void eth_qp_state_changed(struct droce_qp *qp, enum ibv_qp_state old)

@@ -226,7 +226,9 @@ void eth_engine_detach(struct droce_dev *dev);
 
 /* eth_port.c */
 int eth_port_setup(struct droce_dev *dev);
-void eth_port_close(struct droce_dev *dev);
+/* served: the device was attached to an engine (its frames may be in
+ * others' hands: its pool is kept until the last device closes) */
+void eth_port_close(struct droce_dev *dev, bool served);
 void eth_port_check(struct droce_dev *dev, uint64_t now);
 
 /* eth_tx.c */

@@ -277,7 +277,7 @@ fail:
 	return ret;
 }
 
-void eth_port_close(struct droce_dev *dev)
+void eth_port_close(struct droce_dev *dev, bool served)
 {
 	if (dev->impair) {
 		droce_impair_detach(dev->impair);
@@ -295,9 +295,11 @@ void eth_port_close(struct droce_dev *dev)
 	rte_eth_dev_close(dev->port_id);
 	rte_free(dev->txq);
 	dev->txq = NULL;
-	if (nb_closed_pools < DROCE_MAX_DEVS)
+	/* (one that never ran goes now: a probe of its port may come again,
+	 * and its pool's name with it) */
+	if (served && nb_closed_pools < DROCE_MAX_DEVS)
 		closed_pools[nb_closed_pools++] = dev->pool;
-	else	/* (only after DROCE_MAX_DEVS failed probes: pools that never sent) */
+	else
 		rte_mempool_free(dev->pool);
 	dev->pool = NULL;
 	if (droce_nb_devs == 0)
