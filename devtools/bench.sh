@@ -86,19 +86,13 @@ for b in "$PERF" "$CEIL"; do
 done
 unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
 
-hp_free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
-hp_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
-if [ $(( ${hp_free:-0} * ${hp_kb:-0} )) -ge $((1536 * 1024)) ]; then
-	EAL_MEM="--in-memory"
-else
-	EAL_MEM="--no-huge --no-shconf -m 1536"
-fi
 LOG="--log-level=*:warning"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-bench.XXXXXX")
 # EAL runtime directories of this run's processes (prefixes bench$$*, bcg$$)
 trap 'rm -rf /run/dpdk/bench$$* /run/dpdk/bcg$$ 2>/dev/null' EXIT
 # shellcheck source=bench/lib.sh
 . "$HERE/bench/lib.sh"
+EAL_MEM=$(eal_mem)
 
 if [ -n "$OUT" ]; then
 	exec > >(tee "$OUT")
@@ -121,7 +115,7 @@ echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half mea
 echo "- raw lines and logs: $WORK"
 
 MTU_LB=4096
-declare -A TGT	# issue #8's targets' figures, filled by the sections
+declare -A TGT=()	# issue #8's targets' figures, filled by the sections
 
 # ------------------------------------------------------------------ lb
 if has lb; then

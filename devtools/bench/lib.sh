@@ -53,6 +53,19 @@ cpu_line() {
 	echo "family ${fam:-?} model ${mod:-?}, ${mhz:-?} MHz, L3 ${l3:-?},$feats"
 }
 
+# eal_mem: the EAL's memory arguments for the runs: huge pages in memory
+# (--in-memory) when 1.5 GiB of them are free, else 1.5 GiB without
+eal_mem() {
+	local free kb
+	free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+	kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+	if [ $(( ${free:-0} * ${kb:-0} )) -ge $((1536 * 1024)) ]; then
+		echo "--in-memory"
+	else
+		echo "--no-huge --no-shconf -m 1536"
+	fi
+}
+
 # eal <cores> <tag> [vdev]: EAL arguments for one process
 eal() {
 	echo "-l $1 $EAL_MEM --no-pci $LOG --file-prefix bench$$$2${3:+ --vdev=$3}"
