@@ -19,7 +19,8 @@
 #                             the run counts one more failure
 #   DROCE_SANITIZE=1          also build everything with clang and
 #                             -Db_sanitize=address,undefined (and
-#                             -Dstamps=true: the datapath's stamps) in
+#                             -Dstamps=true -Dab=true: the datapath's stamps,
+#                             phase A/B) in
 #                             $DROCE_ASAN_BUILD_DIR (default build-asan) and
 #                             run the suites there (all but 'interop', and
 #                             the same meson test arguments), counted as one
@@ -251,12 +252,12 @@ sanitize_pass() {
 		return
 	fi
 	if [[ ! -f $b/meson-private/coredata.dat ]]; then
-		# (with the datapath's stamps built in: perf-pair then checks
-		# them, lib/rdma/droce_stamp.h)
-		droce_log "sanitizer: CC=clang meson setup $b -Db_sanitize=address,undefined -Db_lundef=false -Dstamps=true"
+		# (with the datapath's stamps and phase A/B built in: perf-pair
+		# then checks them, lib/rdma/droce_stamp.h and droce_ab.h)
+		droce_log "sanitizer: CC=clang meson setup $b -Db_sanitize=address,undefined -Db_lundef=false -Dstamps=true -Dab=true"
 		# shellcheck disable=SC2086
 		if ! CC=clang meson setup "$b" -Db_sanitize=address,undefined \
-			-Db_lundef=false -Dstamps=true ${DROCE_MESON_ARGS:-} </dev/null; then
+			-Db_lundef=false -Dstamps=true -Dab=true ${DROCE_MESON_ARGS:-} </dev/null; then
 			fail "sanitizer pass (meson setup)"
 			return
 		fi

@@ -26,6 +26,7 @@
 #include <rte_spinlock.h>
 
 #include "droce.h"
+#include "droce_ab.h"
 #include "roce.h"
 
 extern int droce_logtype;

@@ -66,6 +66,7 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 
 	if (unlikely(ne < 0 || (ne > 0 && wc == NULL)))
 		return -1;
+	droce_ab_turn();
 	cq_drive(cq);
 	/* Nothing there (the same hint): no lock for an empty poll, the
 	 * most common call of a program that spins on its CQ. */
@@ -100,6 +101,7 @@ int droce_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
 		__atomic_store_n(&cq->ci_db, cq->ci, __ATOMIC_RELEASE);
 	droce_qunlock(&cq->lock, cq->nolock);
 	droce_stamp_poll(n, n ? wc[0].wr_id : 0);
+	droce_ab_count(n);
 	return n;
 }
 
@@ -125,6 +127,7 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 
 	if (attr && attr->comp_mask)
 		return EINVAL;
+	droce_ab_turn();
 	cq_drive(cq);
 	droce_qlock(&cq->lock, cq->nolock);
 	e = cq_peek(cq);
@@ -133,6 +136,7 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
 		return ENOENT;
 	}
 	cqx_load(c, e);
+	droce_ab_count(1);
 	return 0;
 }
 
@@ -147,6 +151,7 @@ static int cqx_next_poll(struct ibv_cq_ex *c)
 	if (e == NULL)
 		return ENOENT;
 	cqx_load(c, e);
+	droce_ab_count(1);
 	return 0;
 }
 

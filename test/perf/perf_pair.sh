@@ -9,7 +9,7 @@
 # server's received bytes, and that --cycles reports the passive WRITE
 # server's engine (its counters span the client's run). Never a speed.
 #
-# usage: perf_pair.sh <droce-perf>
+# usage: perf_pair.sh <droce-perf> [--stamps] [--ab]
 # exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
 
 NAME=perf-pair
@@ -21,6 +21,15 @@ need_two_cores "two processes, one busy thread each, need two cores"
 # memif's regions are memfd-backed: no hugepages needed
 EAL_MEM="--no-huge -m 256"
 RUNS=0
+# what the build has (meson passes them): -Dstamps=true, -Dab=true
+STAMPS=0
+AB=0
+for a in "${@:2}"; do
+	case $a in
+	--stamps) STAMPS=1 ;;
+	--ab) AB=1 ;;
+	esac
+done
 
 # pair_end <label> <client exit code>: reaps the server ($spid of the
 # caller), removes its socket ($sock); fails unless both exited 0
@@ -379,7 +388,7 @@ stamp_sum() {
 	cat "$WORK"/st."$1".* | awk -v e="$2" -v f="$3" \
 		'$1 !~ /^#/ && $2 == e { s += $f } END { print s + 0 }'
 }
-if [ "${2:-}" = --stamps ] &&
+if [ $STAMPS = 1 ] &&
    DROCE_STAMPS=$WORK/st pair write_bw-stamps write_bw -s 64 -n 20000 --cycles; then
 	pids=$(ls "$WORK"/st.* 2>/dev/null | sed 's/.*st\.\([0-9]*\)\..*/\1/' | sort -u)
 	cpid=""
@@ -420,7 +429,7 @@ fi
 # a ping-pong: both ends post 2000 signalled WRITEs; stamps.py follows
 # the hops of the middle of the run (80 % of 4000, less the few it cannot
 # place at the edges)
-if [ "${2:-}" = --stamps ] &&
+if [ $STAMPS = 1 ] &&
    DROCE_STAMPS=$WORK/sl pair write_lat-stamps write_lat -s 8 -n 2000; then
 	for f in $(ls "$WORK"/sl.* 2>/dev/null | sed 's/\(.*sl\.[0-9]*\)\..*/\1/' | sort -u); do
 		n=$(cat "$f".* | grep -c '^[0-9]* 5 ')
@@ -431,6 +440,41 @@ if [ "${2:-}" = --stamps ] &&
 	echo "$out" | awk '/^ping-pong / { h = $NF + 0 } /^  hop / { t = $2 + 0 }
 		END { exit !(h >= 2800 && h <= 4000 && t > 0) }' ||
 		fail "write_lat-stamps: stamps.py did not follow the hops: $(echo "$out" | head -3)"
+fi
+
+# A build with -Dab=true (meson passes --ab): phase A/B (droce_ab.h).
+# With phases of 2^14 TSC cycles (~7 us) both come round many times in a
+# short run; nothing is switched (DROCE_AB's bits name no experiment
+# here), so the check is the count: the client's line adds up to the 200
+# completions its polls returned (perftest's one in cq_mod of 20 000
+# WRITEs), each phase had some, and the words are the ones asked for. A
+# DROCE_AB that does not parse is refused at load, and nothing counted.
+# ab_line <file>: the DROCE_AB line
+ab_line() {
+	grep -m1 '^DROCE_AB ' "$1"
+}
+if [ $AB = 1 ]; then
+	if DROCE_AB=0x1:14 pair write_bw-ab write_bw -s 64 -n 20000; then
+		check_counts write_bw-ab 20000 1
+		l=$(ab_line "$CLI")
+		off=$(echo "$l" | sed -n 's/.* off=\([0-9]*\).*/\1/p')
+		on=$(echo "$l" | sed -n 's/.* on=\([0-9]*\).*/\1/p')
+		case $l in
+		"DROCE_AB bits=0x1 shift=14 off="*) ;;
+		*) fail "write_bw-ab: client's line: '${l:-none}'" ;;
+		esac
+		[ -n "$off" ] && [ -n "$on" ] && [ $((off + on)) = 200 ] &&
+			[ "$off" -gt 0 ] && [ "$on" -gt 0 ] ||
+			fail "write_bw-ab: completions by phase off=${off:-?} on=${on:-?}, want 200 in all, some in each"
+		ab_line "$SRV" >/dev/null || fail "write_bw-ab: no DROCE_AB line from the server"
+	fi
+	out=$(DROCE_AB=0x1:99 "$BIN" --help 2>&1)
+	case $out in
+	*"DROCE_AB=0x1:99: want <bits>[:<shift 10..40>]"*) ;;
+	*) fail "DROCE_AB=0x1:99 was not refused: $(echo "$out" | head -2)" ;;
+	esac
+	echo "$out" | grep -q '^DROCE_AB ' &&
+		fail "DROCE_AB=0x1:99: counted anyway: $(echo "$out" | grep '^DROCE_AB ')"
 fi
 
 finish "$RUNS pairs"

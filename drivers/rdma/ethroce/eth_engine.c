@@ -543,6 +543,7 @@ static int engine_turn(struct droce_engine *eng, bool rx, uint32_t spin,
 	int n, nrx = -1;	/* frames the receive stage found; -1: none ran */
 
 	eng->turn_tsc = stamp;
+	droce_ab_turn();
 
 	/* While a transmit queue is backed up (found so by the last work or
 	 * transmit stage), receive more: what comes in (ACKs, and the frames

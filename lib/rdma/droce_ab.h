@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Phase A/B: one run, an experiment switched on and off every few
+ * milliseconds, the completions the application polls counted per phase.
+ *
+ * Why: this lab's host moves the two vCPUs between modes every few
+ * seconds (one mode runs memif three times faster than the other, and
+ * DRAM-bound work twice as slow), so two builds, or two settings, run one
+ * after the other differ by ±30 % for reasons of their own, and a 5 %
+ * change drowns. Within one run, phases of 2^24 TSC cycles (~7 ms here)
+ * see the same modes, the same neighbours and the same QPs: the count
+ * of the "on" phases over that of the "off" ones is the experiment's
+ * effect on the rate, to ±0.5 % in a 5 s run at one QP, ±4 % at 16384
+ * QPs (control runs, DROCE_AB=0; doc/performance.md, thirty-ninth
+ * round). For what acts at once (a prefetch, a batch size, a threshold):
+ * an effect that needs more than a phase to build up (a cache warmed by
+ * what the last phase did) is diluted toward 1, never invented.
+ *
+ * Built only with meson -Dab=true (DROCE_AB_BUILD); active only while
+ * DROCE_AB=<bits>[:<shift>] is set (strtoul base 0: DROCE_AB=0x10:24).
+ * An experiment is code under DROCE_AB_ON(bit): it runs while the TSC's
+ * bit <shift> (default 24) is 1 and <bits> has that bit; DROCE_AB=0
+ * alternates nothing and measures the instrument (ratios near 1). The
+ * phase is taken again at every engine turn and every poll (the TSC is
+ * the machine's: an engine thread, an application thread and the other
+ * process agree on it). At exit, a line on stderr:
+ *   DROCE_AB bits=0x10 shift=24 off=N on=N ratio=R
+ * N: completions returned by polls in each phase (ibv_poll_cq, and each
+ * ibv_start_poll / ibv_next_poll that found one). devtools/ab.sh runs
+ * this over a memif pair or loopback and gives the medians.
+ *
+ * Without the option DROCE_AB_ON() is 0 and the calls below are empty: an
+ * experiment left in the code costs the default build nothing, and the
+ * tree keeps none (doc/performance.md says what was tried with it).
+ */
+#ifndef DROCE_AB_H
+#define DROCE_AB_H
+
+#include <stdint.h>
+
+#ifdef DROCE_AB_BUILD
+
+#include <x86intrin.h>
+
+extern uint32_t droce_ab_bits;		/* DROCE_AB's bits; 0 also when unset */
+extern uint32_t droce_ab_shift;		/* the TSC bit that switches phases */
+extern int droce_ab_active;		/* DROCE_AB was set at load */
+extern uint32_t droce_ab_phase;		/* 1: on; 0: off */
+extern uint32_t droce_ab_now;		/* droce_ab_bits when on, else 0 */
+extern uint64_t droce_ab_done[2];	/* completions polled: off, on */
+
+/* Take the phase from the TSC (several threads may: they agree but at
+ * the edges, where either answer is right). */
+static inline void droce_ab_turn(void)
+{
+	uint32_t on;
+
+	if (!droce_ab_active)
+		return;
+	on = (uint32_t)(__rdtsc() >> droce_ab_shift) & 1;
+	__atomic_store_n(&droce_ab_phase, on, __ATOMIC_RELAXED);
+	__atomic_store_n(&droce_ab_now, on ? droce_ab_bits : 0,
+			 __ATOMIC_RELAXED);
+}
+
+/* n completions returned to the application in this phase */
+static inline void droce_ab_count(int n)
+{
+	if (droce_ab_active && n > 0)
+		__atomic_fetch_add(&droce_ab_done[__atomic_load_n(
+					   &droce_ab_phase, __ATOMIC_RELAXED)],
+				   (uint64_t)n, __ATOMIC_RELAXED);
+}
+
+#define DROCE_AB_ON(bit) \
+	__builtin_expect((__atomic_load_n(&droce_ab_now, __ATOMIC_RELAXED) & \
+			  (uint32_t)(bit)) != 0, 0)
+
+#else
+
+static inline void droce_ab_turn(void)
+{
+}
+
+static inline void droce_ab_count(int n)
+{
+	(void)n;
+}
+
+#define DROCE_AB_ON(bit) 0
+
+#endif /* DROCE_AB_BUILD */
+
+#endif /* DROCE_AB_H */
