@@ -24,9 +24,12 @@
 #                 4096, an app-driven engine a core, as bench.sh's remote)
 #   args          droce-perf's (default: write_bw -s 64 -D 5)
 #
-# The ratio counts completions, so it is the rate's where every
-# completion stands for the same work (perftest's cq_mod fixed, one
-# message size). Example: devtools/ab.sh --bits 0x2 write_bw -s 64 -q 16384 -t 16 -D 5
+# ratio counts completions, so it is the rate's where every completion
+# stands for the same work (perftest's cq_mod fixed, one message size);
+# tx_ratio counts the frames the engine sent. Where the two disagree, the
+# experiment moved work between phases (it changed what runs first, not
+# what it costs: droce_ab.h) and only whole runs can judge it.
+# Example: devtools/ab.sh --bits 0x2 write_bw -s 64 -q 16384 -t 16 -D 5
 
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,7 +49,7 @@ while [ $# -gt 0 ]; do
 	--shift) SHIFT=$2; shift 2 ;;
 	--loopback) LOOP=1; shift ;;
 	--no-control) CONTROL=0; shift ;;
-	-h|--help) sed -n '3,31p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,32p' "$0"; exit 0 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac
@@ -93,14 +96,14 @@ run() {
 		rm -rf "$WORK"/pair.*
 	fi
 	[ -n "$ab" ] || return 0
-	echo "$(kvget "$out" msg_rate) $(kvget "$ab" off) $(kvget "$ab" on) $(kvget "$ab" ratio)"
+	echo "$(kvget "$out" msg_rate) $(kvget "$ab" off) $(kvget "$ab" on) $(kvget "$ab" ratio) $(kvget "$ab" tx_ratio)"
 }
 
 echo "# phase A/B: DROCE_AB=$BITS (control 0), 2^$SHIFT TSC cycles a phase, $REPS runs each"
 echo "# $(cpu_line); droce $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) ($BUILD)"
 echo "# $([ $LOOP -eq 1 ] && echo "one process (--loopback)" || echo "two processes over memif"): $*"
-printf '%-8s %-10s %12s %10s %10s %8s\n' time bits msg/s off on ratio
-R_EXP=() R_CTL=()
+printf '%-8s %-10s %12s %10s %10s %8s %8s\n' time bits msg/s off on ratio tx_ratio
+R_EXP=() R_CTL=() T_EXP=() T_CTL=()
 for i in $(seq "$REPS"); do
 	for b in $BITS $([ $CONTROL -eq 1 ] && [ "$BITS" != 0 ] && echo 0); do
 		r=$(run "$b" "$@")
@@ -108,10 +111,14 @@ for i in $(seq "$REPS"); do
 			printf '%-8s %-10s run failed\n' "$(date +%T)" "$b"
 			continue
 		fi
-		read -r rate off on ratio <<<"$r"
-		printf '%-8s %-10s %12s %10s %10s %8s\n' "$(date +%T)" "$b" \
-			"$(si "$rate")" "$off" "$on" "$ratio"
-		if [ "$b" = 0 ] && [ "$BITS" != 0 ]; then R_CTL+=("$ratio"); else R_EXP+=("$ratio"); fi
+		read -r rate off on ratio txr <<<"$r"
+		printf '%-8s %-10s %12s %10s %10s %8s %8s\n' "$(date +%T)" "$b" \
+			"$(si "$rate")" "$off" "$on" "$ratio" "$txr"
+		if [ "$b" = 0 ] && [ "$BITS" != 0 ]; then
+			R_CTL+=("$ratio"); T_CTL+=("$txr")
+		else
+			R_EXP+=("$ratio"); T_EXP+=("$txr")
+		fi
 	done
 done
-echo "median ratio: experiment $(median "${R_EXP[@]}") over ${#R_EXP[@]} runs$([ $CONTROL -eq 1 ] && [ "$BITS" != 0 ] && echo ", control $(median "${R_CTL[@]}") over ${#R_CTL[@]} (min $(printf '%s\n' "${R_CTL[@]}" | sort -g | head -1), max $(printf '%s\n' "${R_CTL[@]}" | sort -g | tail -1))")"
+echo "median ratio: experiment $(median "${R_EXP[@]}") (frames sent $(median "${T_EXP[@]}")) over ${#R_EXP[@]} runs$([ $CONTROL -eq 1 ] && [ "$BITS" != 0 ] && echo ", control $(median "${R_CTL[@]}") (frames $(median "${T_CTL[@]}")) over ${#R_CTL[@]} (min $(printf '%s\n' "${R_CTL[@]}" | sort -g | head -1), max $(printf '%s\n' "${R_CTL[@]}" | sort -g | tail -1))")"

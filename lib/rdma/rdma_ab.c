@@ -18,6 +18,7 @@ int droce_ab_active;
 uint32_t droce_ab_phase;
 uint32_t droce_ab_now;
 uint64_t droce_ab_done[2];
+uint64_t droce_ab_sent[2];
 
 __attribute__((constructor)) static void ab_load(void)
 {
@@ -50,10 +51,14 @@ __attribute__((constructor)) static void ab_load(void)
 __attribute__((destructor)) static void ab_report(void)
 {
 	uint64_t off = droce_ab_done[0], on = droce_ab_done[1];
+	uint64_t tx_off = droce_ab_sent[0], tx_on = droce_ab_sent[1];
 
 	if (!droce_ab_active)
 		return;
-	fprintf(stderr, "DROCE_AB bits=0x%x shift=%u off=%llu on=%llu ratio=%.4f\n",
+	fprintf(stderr, "DROCE_AB bits=0x%x shift=%u off=%llu on=%llu ratio=%.4f"
+		" tx_off=%llu tx_on=%llu tx_ratio=%.4f\n",
 		droce_ab_bits, droce_ab_shift, (unsigned long long)off,
-		(unsigned long long)on, off ? (double)on / (double)off : 0.0);
+		(unsigned long long)on, off ? (double)on / (double)off : 0.0,
+		(unsigned long long)tx_off, (unsigned long long)tx_on,
+		tx_off ? (double)tx_on / (double)tx_off : 0.0);
 }

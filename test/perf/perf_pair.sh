@@ -447,7 +447,8 @@ fi
 # short run; nothing is switched (DROCE_AB's bits name no experiment
 # here), so the check is the count: the client's line adds up to the 200
 # completions its polls returned (perftest's one in cq_mod of 20 000
-# WRITEs), each phase had some, and the words are the ones asked for. A
+# WRITEs) and to the frames it sent, each phase had some of both, and
+# the words are the ones asked for. A
 # DROCE_AB that does not parse is refused at load, and nothing counted.
 # ab_line <file>: the DROCE_AB line
 ab_line() {
@@ -466,6 +467,14 @@ if [ $AB = 1 ]; then
 		[ -n "$off" ] && [ -n "$on" ] && [ $((off + on)) = 200 ] &&
 			[ "$off" -gt 0 ] && [ "$on" -gt 0 ] ||
 			fail "write_bw-ab: completions by phase off=${off:-?} on=${on:-?}, want 200 in all, some in each"
+		# and the frames its engine handed to the port, each counted
+		# once (c_tx_pkts)
+		off=$(echo "$l" | sed -n 's/.* tx_off=\([0-9]*\).*/\1/p')
+		on=$(echo "$l" | sed -n 's/.* tx_on=\([0-9]*\).*/\1/p')
+		[ -n "$off" ] && [ -n "$on" ] &&
+			[ $((off + on)) = "$(kv "$CLI" c_tx_pkts)" ] &&
+			[ "$off" -gt 0 ] && [ "$on" -gt 0 ] ||
+			fail "write_bw-ab: frames by phase tx_off=${off:-?} tx_on=${on:-?}, want c_tx_pkts $(kv "$CLI" c_tx_pkts) in all, some in each"
 		ab_line "$SRV" >/dev/null || fail "write_bw-ab: no DROCE_AB line from the server"
 	fi
 	out=$(DROCE_AB=0x1:99 "$BIN" --help 2>&1)

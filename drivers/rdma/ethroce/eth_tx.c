@@ -418,6 +418,7 @@ int eth_tx_flush(struct droce_dev *dev)
 			break;
 		}
 	}
+	droce_ab_count_tx(sent);
 	if (sent && sent < dev->txq_len)
 		memmove(dev->txq, dev->txq + sent,
 			(dev->txq_len - sent) * sizeof(*dev->txq));
