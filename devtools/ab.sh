@@ -99,7 +99,7 @@ run() {
 	echo "$(kvget "$out" msg_rate) $(kvget "$ab" off) $(kvget "$ab" on) $(kvget "$ab" ratio) $(kvget "$ab" tx_ratio)"
 }
 
-echo "# phase A/B: DROCE_AB=$BITS (control 0), 2^$SHIFT TSC cycles a phase, $REPS runs each"
+echo "# phase A/B: DROCE_AB=$BITS$([ $CONTROL -eq 1 ] && [ "$BITS" != 0 ] && echo " (control 0)"), 2^$SHIFT TSC cycles a phase, $REPS runs each"
 echo "# $(cpu_line); droce $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) ($BUILD)"
 echo "# $([ $LOOP -eq 1 ] && echo "one process (--loopback)" || echo "two processes over memif"): $*"
 printf '%-8s %-10s %12s %10s %10s %8s %8s\n' time bits msg/s off on ratio tx_ratio
