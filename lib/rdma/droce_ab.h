@@ -75,22 +75,26 @@ static inline void droce_ab_turn(void)
 			 __ATOMIC_RELAXED);
 }
 
+/* n more in this phase's slot of a per-phase count */
+static inline void droce_ab_add(uint64_t per_phase[2], uint64_t n)
+{
+	if (droce_ab_active && n > 0)
+		__atomic_fetch_add(&per_phase[__atomic_load_n(&droce_ab_phase,
+							      __ATOMIC_RELAXED)],
+				   n, __ATOMIC_RELAXED);
+}
+
 /* n completions returned to the application in this phase */
 static inline void droce_ab_count(int n)
 {
-	if (droce_ab_active && n > 0)
-		__atomic_fetch_add(&droce_ab_done[__atomic_load_n(
-					   &droce_ab_phase, __ATOMIC_RELAXED)],
-				   (uint64_t)n, __ATOMIC_RELAXED);
+	if (n > 0)
+		droce_ab_add(droce_ab_done, (uint64_t)n);
 }
 
 /* n frames handed to the port in this phase */
 static inline void droce_ab_count_tx(uint32_t n)
 {
-	if (droce_ab_active && n > 0)
-		__atomic_fetch_add(&droce_ab_sent[__atomic_load_n(
-					   &droce_ab_phase, __ATOMIC_RELAXED)],
-				   (uint64_t)n, __ATOMIC_RELAXED);
+	droce_ab_add(droce_ab_sent, n);
 }
 
 #define DROCE_AB_ON(bit) \
