@@ -322,19 +322,45 @@ struct droce_srq {
 	struct droce_wq wq;
 };
 
-/* Requester's record of a WQE once the engine started it. */
+/*
+ * Requester's record of a WQE once the engine started it: 20 bytes, so a
+ * window of 16 slots is 5 cache lines, not the 7 of the unpacked 28. With
+ * thousands of QPs every visit finds these lines cold (bench.sh's scaling
+ * section, performance.md's fortieth round). PSNs are 24 bits; a message of
+ * DROCE_MAX_MSG (2^31) at the smallest path MTU (256) is 2^23 packets,
+ * so counts of packets fit 24 bits too.
+ */
 struct droce_swqe_state {
-	uint32_t psn_first;
-	uint32_t psn_last;		/* READ: last response PSN */
-	uint32_t npkts;
-	uint32_t length;		/* message length */
-	uint8_t opcode;			/* MLX5_OPCODE_* */
-	uint8_t flags;			/* fm_ce_se */
-	uint8_t status;			/* IBV_WC_SUCCESS unless failed */
-	uint8_t done;			/* READ/atomic response arrived */
-	uint8_t rd_counted;		/* counted in req_rd_outstanding */
-	uint32_t rcvd;			/* READ response packets placed */
+	union {
+		struct {
+			uint32_t psn_first : 24;
+			uint32_t opcode : 8;		/* MLX5_OPCODE_* */
+			uint32_t psn_last : 24;		/* READ: last response PSN */
+			uint32_t flags : 8;		/* fm_ce_se */
+			uint32_t npkts : 24;
+			uint32_t status : 8;		/* IBV_WC_SUCCESS unless failed */
+			uint32_t rcvd : 24;		/* READ response packets placed */
+			uint32_t done : 1;		/* READ/atomic response arrived */
+			uint32_t rd_counted : 1;	/* counted in req_rd_outstanding */
+			uint32_t length;		/* message length */
+		};
+		/* A slot (re)started is written as words: the nine
+		 * members assigned as bit-fields cost ~14 instructions
+		 * more a message (callgrind). Word k holds its 24-bit
+		 * member in bits 0-23 and its 8-bit one in bits 24-31
+		 * (the SysV ABI's order; test_rc_limits's
+		 * swqe_state_layout checks it). */
+		uint32_t word[5];
+	};
 };
+_Static_assert(sizeof(struct droce_swqe_state) == 20,
+	       "a WQE's state slot packs into 20 bytes");
+
+/* word k of a slot from its 24-bit and its 8-bit member */
+static inline uint32_t droce_swqe_word(uint32_t low24, uint32_t high8)
+{
+	return (low24 & 0xffffffu) | high8 << 24;
+}
 
 /* A response the responder owes the requester: READ data or an atomic's
  * original value. Both leave in PSN order through one queue. */

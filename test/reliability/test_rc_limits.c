@@ -23,6 +23,10 @@
  *    holds, and in one-block slots, the largest connected WQEs (an atomic,
  *    a memory window bind, inline data up to max_inline_data) still work
  *    while one byte or one SGE more is refused with EINVAL.
+ *  - a send WQE's state slot packs into 20 bytes: the words the engine
+ *    writes when it starts a WQE land in the members it reads back, and
+ *    every member holds its largest value (a 2^31-byte message at path
+ *    MTU 256 is 2^23 packets; PSNs are 24 bits).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -457,6 +461,38 @@ static void slot_sizes(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	CHECK_OK(ibv_dereg_mr(mwmr));
 }
 
+static void swqe_state_layout(void)
+{
+	struct droce_swqe_state st;
+
+	memset(&st, 0, sizeof(st));
+	st.word[0] = droce_swqe_word(0xabcdef, MLX5_OPCODE_RDMA_READ);
+	st.word[1] = droce_swqe_word(0x1abcdef0, 0x5a);	/* PSN wraps to 24 bits */
+	st.word[2] = droce_swqe_word(DROCE_MAX_MSG / 256, IBV_WC_RETRY_EXC_ERR);
+	st.word[3] = 0;
+	st.word[4] = DROCE_MAX_MSG;
+	CHECK_EQ(st.psn_first, 0xabcdefu);
+	CHECK_EQ(st.opcode, (uint32_t)MLX5_OPCODE_RDMA_READ);
+	CHECK_EQ(st.psn_last, 0xbcdef0u);
+	CHECK_EQ(st.flags, 0x5au);
+	CHECK_EQ(st.npkts, DROCE_MAX_MSG / 256);
+	CHECK_EQ(st.status, (uint32_t)IBV_WC_RETRY_EXC_ERR);
+	CHECK_EQ(st.rcvd, 0u);
+	CHECK_EQ(st.done, 0u);
+	CHECK_EQ(st.rd_counted, 0u);
+	CHECK_EQ(st.length, DROCE_MAX_MSG);
+	/* members written one at a time leave their neighbours alone */
+	st.rcvd = DROCE_MAX_MSG / 256;
+	st.done = 1;
+	st.rd_counted = 1;
+	CHECK_EQ(st.word[3], (DROCE_MAX_MSG / 256) | 3u << 24);
+	st.status = IBV_WC_SUCCESS;
+	CHECK_EQ(st.npkts, DROCE_MAX_MSG / 256);
+	st.psn_last = 0xffffff;
+	CHECK_EQ(st.flags, 0x5au);
+	CHECK_EQ(st.word[0], 0xabcdefu | (uint32_t)MLX5_OPCODE_RDMA_READ << 24);
+}
+
 int main(void)
 {
 	uint8_t *abuf = dt_alloc(1 << 16), *bbuf = dt_alloc(1 << 16);
@@ -464,6 +500,7 @@ int main(void)
 	int acc = DT_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC;
 
 	dt_watchdog(120);
+	swqe_state_layout();
 	dt_init(&env, "test_rc_limits", NULL, NULL);
 	A = &env.dev[0];
 	B = &env.dev[1];

@@ -928,16 +928,12 @@ static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
 {
 	if (flags & DROCE_WQE_SIGNALED)
 		droce_stamp(DROCE_STAMP_SIGNALED, qp->req_psn, idx, 0);
-	st->rd_counted = 0;
-	st->opcode = op;
-	st->flags = flags;
-	st->length = length;
-	st->status = IBV_WC_SUCCESS;
-	st->done = 0;
-	st->rcvd = 0;
-	st->psn_first = qp->req_psn;
-	st->npkts = npkts;
-	st->psn_last = roce_psn_add(qp->req_psn, npkts - 1);
+	st->word[0] = droce_swqe_word(qp->req_psn, op);
+	st->word[1] = droce_swqe_word(roce_psn_add(qp->req_psn, npkts - 1),
+				      flags);
+	st->word[2] = droce_swqe_word(npkts, IBV_WC_SUCCESS);
+	st->word[3] = 0;	/* rcvd, done, rd_counted */
+	st->word[4] = length;
 	if ((int32_t)(idx + 1 - qp->req_hwm) > 0)
 		qp->req_hwm = idx + 1;
 }
