@@ -467,7 +467,6 @@ struct droce_qp {
 	/* The QP's own requests and ACKs from a byte image (eth_img_build):
 	 * made from tmpl when first needed, void when tmpl changes. */
 	struct roce_hdr_image img;
-	struct roce_ack_image ack_img;	/* its ACKs', made with img */
 	bool img_valid;
 	bool img_loop;			/* the peer is this device (loop queue) */
 	bool tmpl_ready;		/* destination MAC resolved ... */
@@ -476,6 +475,9 @@ struct droce_qp {
 					 * neighbour entry's generation; or
 					 * &neigh_gen itself: never changes) */
 	const uint32_t *neigh_genp;
+	/* (after the validity above, so a requester's send reads the
+	 * image's two lines and no third) */
+	struct roce_ack_image ack_img;	/* its ACKs', made with img */
 
 	/* ---- written by the post path ---- */
 	uint32_t sq_pi_app __rte_cache_aligned;	/* next slot to write (under sq_lock) */
@@ -489,6 +491,9 @@ struct droce_qp {
 	uint32_t wr_ds;			/* wr_cur's segments so far */
 	rte_spinlock_t sq_lock;
 	bool sq_nolock;			/* a thread domain's: no sq_lock */
+	uint32_t sq_ctrl_qpn;		/* qp_num << 8, as each WQE's ctrl segment
+					 * carries it: read here, the verbs
+					 * object's first line stays cold */
 	struct droce_wq own_rq;
 
 	/* Doorbell record and consumer index, shared: each on its own cache
@@ -498,13 +503,20 @@ struct droce_qp {
 	volatile uint32_t db_pending;			/* queued on the engine's doorbell ring */
 	volatile uint32_t sq_ci __rte_cache_aligned;	/* consumer, engine */
 
-	/* ---- engine-owned, per packet ---- */
+	/* ---- engine-owned, per packet ----
+	 * A line each: what a doorbell's activation and every turn read
+	 * (lists, the response queue's ends) with the requester's send
+	 * state; the requester's ACK state and timer, with the responder's
+	 * sequence; the rest of the responder; the counters. A requester's
+	 * visit touches the first, second and fourth, a responder's all
+	 * four. */
 	uint32_t flags __rte_cache_aligned;
 	uint32_t tbl_idx;		/* qpn - DROCE_QPN_BASE: its dev->qp_tbl
 					 * slot (and the engine's timer cell) */
+	uint32_t rd_head;		/* next READ/atomic job to transmit */
+	uint32_t rd_tail;		/* next free slot */
 	struct droce_qp *active_next;	/* engine active list */
 	struct droce_qp *resp_next;	/* engine responder list */
-	struct droce_qp *ack_next;	/* engine pending-ACK list */
 	uint64_t pace_cyc_q16;		/* TSC cycles per byte << 16; 0: not paced */
 	/* requester */
 	uint32_t req_next;		/* next WQE to start */
@@ -521,13 +533,12 @@ struct droce_qp {
 	uint32_t req_retries;
 	uint64_t req_timer_tsc;		/* retransmit/RNR deadline; 0 = off */
 	uint64_t req_stall_mark;	/* the engine's stall_tsc when armed */
-	uint32_t req_rnr_retries;
+	uint64_t req_timeout_tsc;	/* the local ACK timeout in TSC cycles */
+	uint8_t timeout;		/* as modify_qp set it (each arming reads it) */
+	uint8_t req_timeout_for;	/* timeout + 1 it was taken for (0: none) */
 	bool req_rnr_wait;
 	bool req_timer_deferred;	/* this ACK timeout was put off once for a stall */
-	bool req_seq_nak_seen;		/* a PSN sequence NAK was acted on ... */
-	bool req_gap_seen;		/* a READ response gap was re-requested ... */
-	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
-	uint32_t req_gap_psn;		/* ... from this PSN */
+	uint32_t req_rnr_retries;
 	/* responder */
 	uint32_t resp_epsn;		/* expected PSN */
 	uint32_t resp_msn;
@@ -546,14 +557,16 @@ struct droce_qp {
 	uint32_t resp_write_key;	/* while this rkey is live at */
 	uint32_t resp_write_left;
 	uint32_t resp_write_len;	/* WRITE_IMM: total length for the CQE */
-	uint32_t rd_head;		/* next READ/atomic job to transmit */
-	uint32_t rd_tail;		/* next free slot */
 	uint32_t rd_replays;		/* of the queued jobs, replays */
 	uint32_t atm_next;
-	uint64_t last_rx_tsc;		/* last packet received for this QP */
+	uint64_t last_rx_tsc __rte_cache_aligned;	/* last packet received for this QP */
 	struct droce_qp_stats st;	/* engine-written counters */
 
 	/* ---- engine-owned, now and then ---- */
+	bool req_seq_nak_seen;		/* a PSN sequence NAK was acted on ... */
+	bool req_gap_seen;		/* a READ response gap was re-requested ... */
+	uint32_t req_seq_nak_psn;	/* ... for this PSN (a copy is ignored) */
+	uint32_t req_gap_psn;		/* ... from this PSN */
 	struct droce_qp *arp_next;	/* engine list of QPs waiting for ARP */
 	uint64_t arp_poll_tsc;		/* next look at the neighbour table */
 	/* Pacing: a virtual clock (GCRA). A packet may leave while
@@ -580,15 +593,11 @@ struct droce_qp {
 	int path_mtu;			/* enum ibv_mtu */
 	uint32_t sq_psn;		/* initial */
 	uint32_t rq_psn;		/* initial */
-	uint8_t timeout;
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer;
 	uint16_t pkey_index;
 	uint16_t udp_sport;		/* flow entropy, host order */
-	/* (the engine's, beside `timeout`, which each arming reads too) */
-	uint8_t req_timeout_for;	/* timeout + 1 it was taken for (0: none) */
-	uint64_t req_timeout_tsc;	/* the local ACK timeout in TSC cycles */
 	struct ibv_ah_attr ah;
 	struct ibv_qp_cap cap;
 	union ibv_gid dst_gid;		/* peer: IPv4-mapped or IPv6 link-local */

@@ -199,7 +199,7 @@ static inline void set_ctrl(struct droce_qp *qp, uint8_t *wqe, uint32_t pi,
 	struct mlx5_wqe_ctrl_seg *c = (struct mlx5_wqe_ctrl_seg *)wqe;
 
 	c->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | op);
-	c->qpn_ds = htobe32(qp->ex.qp_base.qp_num << 8 | (ds & 0x3f));
+	c->qpn_ds = htobe32(qp->sq_ctrl_qpn | (ds & 0x3f));
 	c->signature = sig;
 	c->dci_stream_channel_id = 0;
 	c->fm_ce_se = fm_ce_se;

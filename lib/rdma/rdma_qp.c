@@ -325,6 +325,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	qp->ex.qp_base.recv_cq = a->recv_cq;
 	qp->ex.qp_base.srq = a->srq;
 	qp->ex.qp_base.qp_num = idx + DROCE_QPN_BASE;
+	qp->sq_ctrl_qpn = qp->ex.qp_base.qp_num << 8;
 	qp->tbl_idx = idx;
 	qp->ex.qp_base.handle = qp->ex.qp_base.qp_num;
 	qp->ex.qp_base.state = IBV_QPS_RESET;

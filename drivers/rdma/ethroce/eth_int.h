@@ -370,8 +370,7 @@ static inline void eth_qp_prefetch(const struct droce_qp *qp)
 	rte_prefetch0(&qp->neigh_genp);		/* ... and its validity */
 	rte_prefetch0(&qp->sq_ci);		/* completions */
 	rte_prefetch0(&qp->flags);		/* lists, requester */
-	rte_prefetch0(&qp->req_timer_tsc);
-	rte_prefetch0(&qp->resp_epsn);		/* responder */
+	rte_prefetch0(&qp->req_timer_tsc);	/* ACKs, timer; responder's PSNs */
 	rte_prefetch0(&qp->st);			/* counters */
 }
 

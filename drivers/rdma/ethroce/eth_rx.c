@@ -446,6 +446,7 @@ void eth_rx_prefetch_qp(const struct droce_dev *dev, const struct rte_mbuf *m,
 		uint64_t va;
 		uint32_t key;
 
+		rte_prefetch0(&qp->resp_wr_id);	/* the responder's WRITE state */
 		memcpy(&va, bth + ROCE_BTH_LEN, sizeof(va));
 		memcpy(&key, bth + ROCE_BTH_LEN + 8, sizeof(key));
 		va = rte_be_to_cpu_64(va);
