@@ -434,33 +434,37 @@ enum droce_qp_flags {
 struct droce_qp {
 	struct ibv_qp_ex ex;		/* ex.qp_base is the ibv_qp */
 
-	/* ---- read per message by the post path and the engine ---- */
+	/* ---- read per message by the post path and the engine ----
+	 * First the one line a post reads (with thousands of QPs each visit
+	 * finds it cold, and the application does not prefetch), then what
+	 * only the engine reads (its prefetch asks for both). */
 	struct droce_dev *dev __rte_cache_aligned;
 	struct droce_engine *eng;
-	struct droce_pd *pd;
-	struct droce_cq *scq;
-	struct droce_cq *rcq;
+	/* send queue geometry */
+	uint8_t *sq_buf;
+	uint64_t *sq_wrid;
+	uint32_t sq_cnt;		/* WQE slots, power of two */
+	uint32_t sq_stride;		/* bytes per WQE slot (multiple of 64) */
+	uint32_t sq_max_inline;
+	uint32_t sq_max_sge;
+	/* attributes (control path writes, engine and posts read) */
+	enum ibv_qp_state state;
+	int sq_sig_all;
 	uint8_t transport;		/* ROCE_TRANSPORT_RC/UC/UD: opcodes it speaks */
 	bool is_ex;			/* created with send_ops_flags */
 	uint8_t max_rd_atomic;
 	uint8_t max_dest_rd_atomic;
-	/* attributes (control path writes, engine reads) */
-	enum ibv_qp_state state;
+	/* the engine's */
+	struct droce_pd *pd;
+	struct droce_cq *scq;
+	struct droce_cq *rcq;
+	struct droce_swqe_state *sq_state;	/* engine's, per slot */
+	uint64_t send_ops_flags;
 	uint32_t dest_qpn;
 	uint32_t qkey;			/* UD */
 	uint32_t access;		/* qp_access_flags */
 	uint32_t mtu;			/* bytes */
-	int sq_sig_all;
-	uint64_t send_ops_flags;
-	/* send queue geometry */
-	uint8_t *sq_buf;
-	uint64_t *sq_wrid;
-	struct droce_swqe_state *sq_state;	/* engine's, per slot */
-	uint32_t sq_cnt;		/* WQE slots, power of two */
-	uint32_t sq_stride;		/* bytes per WQE slot (multiple of 64) */
 	uint32_t sq_max_wr;		/* what the app may have outstanding */
-	uint32_t sq_max_inline;
-	uint32_t sq_max_sge;
 	/* receive queue: own_rq, or an SRQ's */
 	struct droce_wq *rq;
 	struct droce_srq *srq;

@@ -364,8 +364,8 @@ bool eth_qp_resolve(struct droce_qp *qp, bool *failed);
  */
 static inline void eth_qp_prefetch(const struct droce_qp *qp)
 {
-	rte_prefetch0(&qp->dev);		/* state, sizes, SQ geometry */
-	rte_prefetch0(&qp->sq_buf);
+	rte_prefetch0(&qp->dev);		/* state, SQ geometry */
+	rte_prefetch0(&qp->pd);			/* the engine's attributes */
 	rte_prefetch0(&qp->img);		/* the header image ... */
 	rte_prefetch0(&qp->neigh_genp);		/* ... and its validity */
 	rte_prefetch0(&qp->sq_ci);		/* completions */
