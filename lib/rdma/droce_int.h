@@ -55,6 +55,11 @@ static inline void droce_trace_refresh(void)
 
 /* Device limits (reported by ibv_query_device). */
 #define DROCE_MAX_QP		16384
+/* From this many QPs on a device, its QPs' lines are cold at each visit
+ * (16384 QPs at -t 16: a round of them takes ~65 ms): the engine
+ * prefetches QPs ahead, and a post asks for the WQE slot it will write
+ * next but one (sq_ahead). */
+#define DROCE_MANY_QPS		256
 #define DROCE_MAX_MR		65536
 #define DROCE_MAX_CQ		16384
 #define DROCE_MAX_PD		65536
@@ -495,6 +500,8 @@ struct droce_qp {
 	uint32_t wr_ds;			/* wr_cur's segments so far */
 	rte_spinlock_t sq_lock;
 	bool sq_nolock;			/* a thread domain's: no sq_lock */
+	bool sq_ahead;			/* the device has had DROCE_MANY_QPS
+					 * QPs (set by the control path) */
 	uint32_t sq_ctrl_qpn;		/* qp_num << 8, as each WQE's ctrl segment
 					 * carries it: read here, the verbs
 					 * object's first line stays cold */

@@ -192,6 +192,22 @@ static inline bool sq_full(struct droce_qp *qp, uint32_t pi)
 	return pi - qp->sq_ci_seen >= qp->sq_cnt;
 }
 
+/*
+ * Many QPs on the device (sq_ahead): by a QP's next post its WQE slots
+ * have left the cache (16384 QPs at -t 16 come back to a QP every ~65
+ * ms), and each slot written costs a miss. Ask for the slot two ahead,
+ * for writing, as this one is written: phase A/B at 16384 QPs, frames
+ * sent +1.5-4 % (one ahead +2 %, three +2.7 %, four +0.8-1.5 %, eight
+ * none; doc/performance.md, forty-first round). Below DROCE_MANY_QPS the
+ * slots are warm and the test is all it costs.
+ */
+static __rte_always_inline void sq_slot_ahead(const struct droce_qp *qp,
+					      uint32_t pi)
+{
+	if (__atomic_load_n(&qp->sq_ahead, __ATOMIC_RELAXED))
+		__builtin_prefetch(droce_sq_slot(qp, pi + 2), 1, 3);
+}
+
 static inline void set_ctrl(struct droce_qp *qp, uint8_t *wqe, uint32_t pi,
 			    uint8_t op, uint32_t ds, uint8_t fm_ce_se,
 			    uint32_t imm, uint8_t sig)
@@ -261,6 +277,7 @@ int droce_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			goto out;
 		}
 		wqe = droce_sq_slot(qp, pi);
+		sq_slot_ahead(qp, pi);
 		seg = wqe + DROCE_SEG;
 		ds = 1;
 		if (op == MLX5_OPCODE_UMR) {
@@ -488,6 +505,7 @@ static __rte_always_inline uint8_t *wr_open(struct droce_qp *qp, uint8_t op,
 		return NULL;
 	}
 	wqe = droce_sq_slot(qp, pi);
+	sq_slot_ahead(qp, pi);
 	set_ctrl(qp, wqe, pi, op, ds, fm_ce_se_of(qp, ex->wr_flags), imm, 0);
 	qp->sq_wrid[pi & (qp->sq_cnt - 1)] = ex->wr_id;
 	qp->sq_pi_app = pi + 1;

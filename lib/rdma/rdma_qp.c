@@ -317,6 +317,15 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	}
 	dev->qp_next = idx + 1;
 	dev->nb_qp++;
+	/* Many QPs: from now on every post asks for its WQE slots ahead
+	 * (rdma_post.c), the QPs already there too (they are posted to by
+	 * other threads: a hint, stored whole). Not cleared when QPs go. */
+	qp->sq_ahead = dev->nb_qp >= DROCE_MANY_QPS;
+	if (dev->nb_qp == DROCE_MANY_QPS)
+		for (uint32_t i = 0; i < DROCE_MAX_QP; i++)
+			if (dev->qp_tbl[i])
+				__atomic_store_n(&dev->qp_tbl[i]->sq_ahead, true,
+						 __ATOMIC_RELAXED);
 
 	qp->ex.qp_base.context = ctx;
 	qp->ex.qp_base.qp_context = a->qp_context;

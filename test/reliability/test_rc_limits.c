@@ -27,6 +27,11 @@
  *    writes when it starts a WQE land in the members it reads back, and
  *    every member holds its largest value (a 2^31-byte message at path
  *    MTU 256 is 2^23 packets; PSNs are 24 bits).
+ *  - many QPs: from the device's DROCE_MANY_QPS-th QP on, every QP of it
+ *    (those there before too, not the peer device's) asks for its WQE
+ *    slots ahead as it posts; WRITEs through ibv_wr_* and ibv_post_send
+ *    that wrap its send queue twice still carry their bytes, each
+ *    completion checked.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -461,6 +466,95 @@ static void slot_sizes(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	CHECK_OK(ibv_dereg_mr(mwmr));
 }
 
+static void many_qps(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
+		     struct ibv_mr *bmr)
+{
+	enum { ROUND = 128, ROUNDS = 4 };
+	static struct ibv_qp *extra[DROCE_MANY_QPS];
+	struct dt_rc_pair c;
+	struct dt_qp_cfg qc;
+	struct dt_conn_cfg cc;
+	struct droce_qp *qa;
+	struct ibv_wc wc[ROUND];
+	int n = 0;
+
+	dt_qp_cfg_default(&qc);
+	qc.max_send_wr = 128;	/* a ring of 128 slots: ROUNDS wrap it */
+	qc.send_ops_flags = DT_SEND_OPS_ALL;
+	dt_conn_cfg_default(&cc);
+	cc.access = DT_ACCESS_ALL;
+	dt_rc_pair_open(&c, A, B, 512, &qc, &cc, NULL, 0x600, 0x700);
+	qa = droce_qp_of(c.qa);
+	CHECK_EQ(qa->sq_cnt, 128u);
+	CHECK(!qa->sq_ahead);
+	while (qa->dev->nb_qp < DROCE_MANY_QPS - 1) {
+		extra[n] = dt_qp_create(A, c.sa.cq, c.ra.cq, &qc, NULL);
+		CHECK_PTR(extra[n]);
+		n++;
+	}
+	CHECK(!qa->sq_ahead);
+	CHECK(!droce_qp_of(extra[n - 1])->sq_ahead);
+	extra[n] = dt_qp_create(A, c.sa.cq, c.ra.cq, &qc, NULL);
+	CHECK_PTR(extra[n]);
+	n++;
+	CHECK(qa->sq_ahead);
+	for (int i = 0; i < n; i++)
+		CHECK(droce_qp_of(extra[i])->sq_ahead);
+	CHECK(!droce_qp_of(c.qb)->sq_ahead);
+
+	for (int r = 0; r < ROUNDS; r++) {
+		struct ibv_sge sge[ROUND];
+		struct ibv_send_wr wr[ROUND], *bad_wr;
+		struct ibv_qp_ex *x = ibv_qp_to_qp_ex(c.qa);
+
+		dt_fill_random(abuf, 64 * ROUND);
+		memset(bbuf, 0, 64 * ROUND);
+		if (r % 2 == 0) {
+			/* one ibv_wr_start .. ibv_wr_complete: one doorbell */
+			ibv_wr_start(x);
+			for (int i = 0; i < ROUND; i++) {
+				x->wr_id = (uint64_t)(r * ROUND + i);
+				x->wr_flags = IBV_SEND_SIGNALED;
+				ibv_wr_rdma_write(x, bmr->rkey,
+						  (uintptr_t)(bbuf + 64 * i));
+				ibv_wr_set_sge(x, amr->lkey,
+					       (uintptr_t)(abuf + 64 * i), 64);
+			}
+			CHECK_OK(ibv_wr_complete(x));
+		} else {
+			for (int i = 0; i < ROUND; i++) {
+				sge[i] = (struct ibv_sge){
+					(uintptr_t)(abuf + 64 * i), 64, amr->lkey };
+				wr[i] = (struct ibv_send_wr){
+					.wr_id = (uint64_t)(r * ROUND + i),
+					.sg_list = &sge[i], .num_sge = 1,
+					.opcode = IBV_WR_RDMA_WRITE,
+					.send_flags = IBV_SEND_SIGNALED,
+					.next = i + 1 < ROUND ? &wr[i + 1] : NULL };
+				wr[i].wr.rdma.remote_addr =
+					(uintptr_t)(bbuf + 64 * i);
+				wr[i].wr.rdma.rkey = bmr->rkey;
+			}
+			CHECK_OK(ibv_post_send(c.qa, wr, &bad_wr));
+		}
+		CHECK_EQ(dt_wait_wc(&c.sa, wc, ROUND, DT_WAIT_S,
+				    "WRITEs with many QPs"), ROUND);
+		for (int i = 0; i < ROUND; i++) {
+			struct dt_wc_exp e = dt_exp_send(
+				(uint64_t)(r * ROUND + i), IBV_WR_RDMA_WRITE,
+				64, c.qa->qp_num);
+
+			CHECK_WC(&wc[i], &e);
+		}
+		CHECK(memcmp(abuf, bbuf, 64 * ROUND) == 0);
+	}
+	for (int i = 0; i < n; i++)
+		CHECK_OK(ibv_destroy_qp(extra[i]));
+	dt_rc_pair_close(&c);
+	printf("many QPs: from QP %d on every QP of the device posts with its slots asked for ahead; %d WRITEs through both post paths carried their bytes\n",
+	       DROCE_MANY_QPS, ROUND * ROUNDS);
+}
+
 static void swqe_state_layout(void)
 {
 	struct droce_swqe_state st;
@@ -515,6 +609,7 @@ int main(void)
 	grow_in_sqd(abuf, amr, bbuf, bmr);
 	scribbled_wqe(abuf, amr, bbuf, bmr);
 	slot_sizes(abuf, amr, bbuf, bmr);
+	many_qps(abuf, amr, bbuf, bmr);
 	CHECK_OK(ibv_dereg_mr(amr));
 	CHECK_OK(ibv_dereg_mr(bmr));
 	dt_fini(&env);

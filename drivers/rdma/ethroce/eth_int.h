@@ -24,7 +24,7 @@
 /* From this many QPs on a device, the engine prefetches QPs ahead (their
  * hot lines, ~10, times 256 QPs and their rings is about an L2; below,
  * the prefetches would cost ~80 instructions a message for nothing). */
-#define ETH_PREFETCH_QPS	256
+#define ETH_PREFETCH_QPS	DROCE_MANY_QPS
 /* Packets a visit (the active list's average over an engine turn) from
  * which its prefetching reaches a QP further ahead and the next QP's
  * source bytes: 64 B WRITEs at 16384 QPs, -t 16, 7 % faster; at -t 1
