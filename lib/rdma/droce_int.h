@@ -683,6 +683,8 @@ struct droce_dev {
 	struct droce_mr **mr_tbl;	/* index = key >> 8 */
 	uint32_t mr_next;
 	uint32_t nb_qp, nb_cq, nb_pd, nb_mr;
+	bool many_qps;			/* has had DROCE_MANY_QPS QPs: its QPs'
+					 * sq_ahead, from then on */
 	uint8_t mr_key_gen;
 	uint64_t key_epoch;		/* last droce_mr.epoch handed out (atomic) */
 

@@ -319,13 +319,16 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	dev->nb_qp++;
 	/* Many QPs: from now on every post asks for its WQE slots ahead
 	 * (rdma_post.c), the QPs already there too (they are posted to by
-	 * other threads: a hint, stored whole). Not cleared when QPs go. */
-	qp->sq_ahead = dev->nb_qp >= DROCE_MANY_QPS;
-	if (dev->nb_qp == DROCE_MANY_QPS)
+	 * other threads: a hint, stored whole). Kept when QPs go: a device
+	 * that had them is likely to have them again. */
+	if (dev->nb_qp >= DROCE_MANY_QPS && !dev->many_qps) {
+		dev->many_qps = true;
 		for (uint32_t i = 0; i < DROCE_MAX_QP; i++)
 			if (dev->qp_tbl[i])
 				__atomic_store_n(&dev->qp_tbl[i]->sq_ahead, true,
 						 __ATOMIC_RELAXED);
+	}
+	qp->sq_ahead = dev->many_qps;
 
 	qp->ex.qp_base.context = ctx;
 	qp->ex.qp_base.qp_context = a->qp_context;

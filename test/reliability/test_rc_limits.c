@@ -28,8 +28,8 @@
  *    every member holds its largest value (a 2^31-byte message at path
  *    MTU 256 is 2^23 packets; PSNs are 24 bits).
  *  - many QPs: from the device's DROCE_MANY_QPS-th QP on, every QP of it
- *    (those there before too, not the peer device's) asks for its WQE
- *    slots ahead as it posts; WRITEs through ibv_wr_* and ibv_post_send
+ *    (those there before too, and those created after the many are gone;
+ *    not the peer device's) asks for its WQE slots ahead as it posts; WRITEs through ibv_wr_* and ibv_post_send
  *    that wrap its send queue twice still carry their bytes, each
  *    completion checked.
  */
@@ -550,6 +550,12 @@ static void many_qps(uint8_t *abuf, struct ibv_mr *amr, uint8_t *bbuf,
 	}
 	for (int i = 0; i < n; i++)
 		CHECK_OK(ibv_destroy_qp(extra[i]));
+	/* the device has had many QPs: a QP created now has it too */
+	CHECK(qa->dev->nb_qp < DROCE_MANY_QPS);
+	extra[0] = dt_qp_create(A, c.sa.cq, c.ra.cq, &qc, NULL);
+	CHECK_PTR(extra[0]);
+	CHECK(droce_qp_of(extra[0])->sq_ahead);
+	CHECK_OK(ibv_destroy_qp(extra[0]));
 	dt_rc_pair_close(&c);
 	printf("many QPs: from QP %d on every QP of the device posts with its slots asked for ahead; %d WRITEs through both post paths carried their bytes\n",
 	       DROCE_MANY_QPS, ROUND * ROUNDS);
