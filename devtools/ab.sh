@@ -30,6 +30,18 @@
 # experiment moved work between phases (it changed what runs first, not
 # what it costs: droce_ab.h) and only whole runs can judge it.
 # Example: devtools/ab.sh --bits 0x2 write_bw -s 64 -q 16384 -t 16 -D 5
+#
+# Which end bounds the rate: --bits 0x80000000 (the requester) or
+# 0x40000000 (the responder) adds a wait of DROCE_AB_PROBE_CYC TSC cycles
+# (default 100) to each request frame that end sends or takes, in the
+# "on" phases (droce_ab.h): ~T/(T + wait) where that end sets the pace at
+# T cycles a message, ~1 where it waits on the other.
+#
+# An experiment that changes what is inlined where must not be measured
+# with both variants in one function: the switch and the second variant
+# change how the compiler lays out the first. Build the old version of the
+# whole file under other names beside the new one and switch the caller
+# (doc/performance.md, the forty-second round).
 
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,7 +61,7 @@ while [ $# -gt 0 ]; do
 	--shift) SHIFT=$2; shift 2 ;;
 	--loopback) LOOP=1; shift ;;
 	--no-control) CONTROL=0; shift ;;
-	-h|--help) sed -n '3,32p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,44p' "$0"; exit 0 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac

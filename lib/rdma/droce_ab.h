@@ -25,6 +25,16 @@
  * to 64: completions 1.61-1.72 in the "on" phases, frames 0.88-0.92, and
  * whole runs slower).
  *
+ * Two bits are probes rather than experiments: in their "on" phases a
+ * fixed wait, DROCE_AB_PROBE_CYC TSC cycles (default 100), is added to
+ * each request frame the responder takes (DROCE_AB_PROBE_RESP) or the
+ * requester sends (DROCE_AB_PROBE_REQ). Each end of a two-process run
+ * has one role, so the ratio says how much that end bounds the rate:
+ * T / (T + wait) where it alone sets the pace at T cycles a message,
+ * 1 where it waits on the other (the forty-second round: 100 cycles cost
+ * a 64 B write_bw's requester 16 % of the rate at perftest's defaults and
+ * at -t 512 --no_lock, its responder 20 % and 4 %).
+ *
  * Built only with meson -Dab=true (DROCE_AB_BUILD); active only while
  * DROCE_AB=<bits>[:<shift>] is set (strtoul base 0: DROCE_AB=0x10:24).
  * An experiment is code under DROCE_AB_ON(bit): it runs while the TSC's
@@ -49,6 +59,9 @@
 
 #include <stdint.h>
 
+#define DROCE_AB_PROBE_RESP	0x40000000u	/* a wait a request received */
+#define DROCE_AB_PROBE_REQ	0x80000000u	/* a wait a request packet sent */
+
 #ifdef DROCE_AB_BUILD
 
 #include <x86intrin.h>
@@ -60,6 +73,7 @@ extern uint32_t droce_ab_phase;		/* 1: on; 0: off */
 extern uint32_t droce_ab_now;		/* droce_ab_bits when on, else 0 */
 extern uint64_t droce_ab_done[2];	/* completions polled: off, on */
 extern uint64_t droce_ab_sent[2];	/* frames handed to the port: off, on */
+extern uint32_t droce_ab_probe_cyc;	/* DROCE_AB_PROBE_CYC */
 
 /* Take the phase from the TSC (several threads may: they agree but at
  * the edges, where either answer is right). */
@@ -101,6 +115,17 @@ static inline void droce_ab_count_tx(uint32_t n)
 	__builtin_expect((__atomic_load_n(&droce_ab_now, __ATOMIC_RELAXED) & \
 			  (uint32_t)(bit)) != 0, 0)
 
+/* A probe's wait (DROCE_AB_PROBE_*), in its "on" phases only */
+static inline void droce_ab_probe(uint32_t bit)
+{
+	if (DROCE_AB_ON(bit)) {
+		uint64_t end = __rdtsc() + droce_ab_probe_cyc;
+
+		while (__rdtsc() < end)
+			;
+	}
+}
+
 #else
 
 static inline void droce_ab_turn(void)
@@ -115,6 +140,11 @@ static inline void droce_ab_count(int n)
 static inline void droce_ab_count_tx(uint32_t n)
 {
 	(void)n;
+}
+
+static inline void droce_ab_probe(uint32_t bit)
+{
+	(void)bit;
 }
 
 #define DROCE_AB_ON(bit) 0

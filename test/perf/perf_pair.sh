@@ -477,6 +477,33 @@ if [ $AB = 1 ]; then
 			fail "write_bw-ab: frames by phase tx_off=${off:-?} tx_on=${on:-?}, want c_tx_pkts $(kv "$CLI" c_tx_pkts) in all, some in each"
 		ab_line "$SRV" >/dev/null || fail "write_bw-ab: no DROCE_AB line from the server"
 	fi
+	# The probes (DROCE_AB_PROBE_REQ, _RESP): a wait of 50 000 TSC
+	# cycles a request frame sent by the client, or taken by the server,
+	# in the "on" phases (2^20 cycles: ~20 such frames a phase at most)
+	# against none in the others: either end slowed that much leaves the
+	# client fewer frames sent in the "on" phases than in the "off" ones,
+	# every WRITE still completing, and its line names the wait.
+	for probe in 0x80000000 0x40000000; do
+		DROCE_AB=$probe:20 DROCE_AB_PROBE_CYC=50000 \
+			pair write_bw-probe-$probe write_bw -s 64 -n 20000 || continue
+		check_counts write_bw-probe-$probe 20000 1
+		l=$(ab_line "$CLI")
+		case $l in
+		"DROCE_AB bits=$probe shift=20 off="*" probe_cyc=50000") ;;
+		*) fail "write_bw-probe-$probe: client's line: '${l:-none}'" ;;
+		esac
+		off=$(echo "$l" | sed -n 's/.* tx_off=\([0-9]*\).*/\1/p')
+		on=$(echo "$l" | sed -n 's/.* tx_on=\([0-9]*\).*/\1/p')
+		[ -n "$off" ] && [ -n "$on" ] && [ "$on" -lt "$off" ] ||
+			fail "write_bw-probe-$probe: frames by phase tx_off=${off:-?} tx_on=${on:-?}, want fewer in the probe's phases"
+	done
+	out=$(DROCE_AB=0x80000000 DROCE_AB_PROBE_CYC=lots "$BIN" --help 2>&1)
+	case $out in
+	*"DROCE_AB_PROBE_CYC=lots: want 0..1000000"*) ;;
+	*) fail "DROCE_AB_PROBE_CYC=lots was not refused: $(echo "$out" | head -2)" ;;
+	esac
+	echo "$out" | grep -q '^DROCE_AB ' &&
+		fail "DROCE_AB_PROBE_CYC=lots: counted anyway: $(echo "$out" | grep '^DROCE_AB ')"
 	out=$(DROCE_AB=0x1:99 "$BIN" --help 2>&1)
 	case $out in
 	*"DROCE_AB=0x1:99: want <bits>[:<shift 10..40>]"*) ;;

@@ -1127,6 +1127,7 @@ decoded:
 		if (!send_one(qp, &v, st))
 			break;
 sent:
+		droce_ab_probe(DROCE_AB_PROBE_REQ);
 		if (unlikely(paced))
 			eth_pace_charge(qp);
 		if (roce_psn_diff(qp->req_psn, qp->req_psn_max) > 0)

@@ -295,6 +295,7 @@ parsed:
 	qp->last_rx_tsc = eng->rx_tsc;	/* 200 ms resolution is plenty */
 	if (oi->flags & ROCE_OPF_REQ) {
 		dev->rx_req_mac = p.src_mac;	/* for a NAK before ARP */
+		droce_ab_probe(DROCE_AB_PROBE_RESP);
 		eth_resp_rx(qp, &p, m, late);
 		dev->rx_req_mac = NULL;
 	}
