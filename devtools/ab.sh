@@ -34,8 +34,9 @@
 # Which end bounds the rate: --bits 0x80000000 (the requester) or
 # 0x40000000 (the responder) adds a wait of DROCE_AB_PROBE_CYC TSC cycles
 # (default 100) to each request frame that end sends or takes, in the
-# "on" phases (droce_ab.h): ~T/(T + wait) where that end sets the pace at
-# T cycles a message, ~1 where it waits on the other.
+# "on" phases (droce_ab.h): roughly T/(T + wait) where that end sets the
+# pace at T cycles a message, ~1 where it waits on the other; compare the
+# two ends at one wait rather than read T off.
 #
 # An experiment that changes what is inlined where must not be measured
 # with both variants in one function: the switch and the second variant
@@ -61,7 +62,7 @@ while [ $# -gt 0 ]; do
 	--shift) SHIFT=$2; shift 2 ;;
 	--loopback) LOOP=1; shift ;;
 	--no-control) CONTROL=0; shift ;;
-	-h|--help) sed -n '3,44p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,45p' "$0"; exit 0 ;;
 	--) shift; break ;;
 	*) break ;;
 	esac

@@ -30,8 +30,10 @@
  * each request frame the responder takes (DROCE_AB_PROBE_RESP) or the
  * requester sends (DROCE_AB_PROBE_REQ). Each end of a two-process run
  * has one role, so the ratio says how much that end bounds the rate:
- * T / (T + wait) where it alone sets the pace at T cycles a message,
- * 1 where it waits on the other (the forty-second round: 100 cycles cost
+ * roughly T / (T + wait) where it alone sets the pace at T cycles a
+ * message (the TSC reads and the overlap the spin prevents add to the
+ * wait), 1 where it waits on the other: compare the two ends at one
+ * wait rather than read T off (the forty-second round: 100 cycles cost
  * a 64 B write_bw's requester 16 % of the rate at perftest's defaults and
  * at -t 512 --no_lock, its responder 20 % and 4 %).
  *
