@@ -29,9 +29,9 @@
  *    MTU 256 is 2^23 packets; PSNs are 24 bits).
  *  - many QPs: from the device's DROCE_MANY_QPS-th QP on, every QP of it
  *    (those there before too, and those created after the many are gone;
- *    not the peer device's) asks for its WQE slots ahead as it posts; WRITEs through ibv_wr_* and ibv_post_send
- *    that wrap its send queue twice still carry their bytes, each
- *    completion checked.
+ *    not the peer device's) asks for its WQE slots ahead as it posts;
+ *    WRITEs through ibv_wr_* and ibv_post_send that wrap its send queue
+ *    four times still carry their bytes, each completion checked.
  */
 #include <inttypes.h>
 #include <stdlib.h>
