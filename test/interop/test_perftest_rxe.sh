@@ -75,10 +75,13 @@
 #    stopped after 8 s by SIGTERM (the guest's jobs ignore SIGINT), and a
 #    row printed for at least two of its periods, each with messages and
 #    a bandwidth above 0 (rxe's clock under TCG makes its periods its
-#    own, so no upper count); the droce-perf client then gives its whole
-#    run's row to the server, which perftest's prints and exits 0 with;
-#    perftest's client, killed, gives nothing, and the droce-perf server
-#    fails that exchange as perftest's would (exit 1, that one complaint);
+#    own, so no upper count; an rxe client's period may end empty, its
+#    SIGALRM late under TCG: noted, not failed, where two other rows
+#    have figures and rxe retried nothing); the droce-perf client then
+#    gives its whole run's row to the server, which perftest's prints and
+#    exits 0 with; perftest's client, killed, gives nothing, and the
+#    droce-perf server fails that exchange as perftest's would (exit 1,
+#    that one complaint);
 #  - rxe0's error counters did not move (lib.sh: io_hw_check).
 #
 # Modes as test_rc_pingpong_rxe.sh: engine and app (the neighbour entry
@@ -351,10 +354,24 @@ tc_check() {
 	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from rxe with IP TOS 96 (perftest --tclass 96)"
 }
 
+# hw_quiet <rxe counters file>: true when it exists and every counter that
+# moved is one a clean run moves (traffic, no retry, no duplicate, no NAK)
+hw_quiet() {
+	local name d
+	[ -f "$1" ] || return 1
+	while read -r name d; do
+		case $name in
+		sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs|ack_deferred|lifespan) ;;
+		*) return 1 ;;
+		esac
+	done <"$1"
+	return 0
+}
+
 # inf_check <label> <dir> <size> <rxe|droce: the server>: a --run_infinitely
 # pair (see the header)
 inf_check() {
-	local label=$1 dir=$2 size=$3 s=$4 c cout n bad before=$IO_FAILS
+	local label=$1 dir=$2 size=$3 s=$4 c cout n bad good before=$IO_FAILS
 	local re="^ +$size[[:space:]]+[0-9]+[[:space:]]+0\\.00[[:space:]]+[0-9.]+[[:space:]]+[0-9.]+"
 	if [ "$s" = rxe ]; then
 		c=droce; cout=$dir/droce.out
@@ -387,6 +404,17 @@ inf_check() {
 	bad=$(grep -E "$re" "$cout" | awk '!($2 > 0 && $4 > 0 && $5 > 0)' | head -n 1)
 	[ "$n" -ge 2 ] ||
 		io_fail "$label: the $c client printed $n rows in 8 s of --run_infinitely -D 1 (2 or more expected)"
+	# (perftest's periods are SIGALRMs timed by the guest's clock; under
+	# TCG one can end with no messages while the link ran on: a zero row
+	# is let pass only from the rxe client, with two rows of figures
+	# beside it, and rxe having retried nothing, which a droce that
+	# stopped answering for a period would have made it do)
+	good=$(grep -E "$re" "$cout" | awk '$2 > 0 && $4 > 0 && $5 > 0' | wc -l)
+	if [ -n "$bad" ] && [ "$c" = rxe ] && [ "$good" -ge 2 ] &&
+	   hw_quiet "$dir/rxe.out.hw"; then
+		echo "note: $label: the rxe client's row '$bad' has a zero figure; $good rows with figures and no retry by rxe: let pass"
+		bad=
+	fi
 	[ -z "$bad" ] || io_fail "$label: the $c client's row '$bad' has a zero figure"
 	io_hw_check "$dir/rxe.out" "$label"
 	if [ $IO_FAILS -ne "$before" ]; then
