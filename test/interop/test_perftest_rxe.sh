@@ -354,20 +354,6 @@ tc_check() {
 	[ "$n" -gt 0 ] || io_fail "$1: no RoCE frame from rxe with IP TOS 96 (perftest --tclass 96)"
 }
 
-# hw_quiet <rxe counters file>: true when it exists and every counter that
-# moved is one a clean run moves (traffic, no retry, no duplicate, no NAK)
-hw_quiet() {
-	local name d
-	[ -f "$1" ] || return 1
-	while read -r name d; do
-		case $name in
-		sent_pkts|rcvd_pkts|rdma_sends|rdma_recvs|ack_deferred|lifespan) ;;
-		*) return 1 ;;
-		esac
-	done <"$1"
-	return 0
-}
-
 # inf_check <label> <dir> <size> <rxe|droce: the server>: a --run_infinitely
 # pair (see the header)
 inf_check() {
@@ -411,7 +397,7 @@ inf_check() {
 	# stopped answering for a period would have made it do)
 	good=$(grep -E "$re" "$cout" | awk '$2 > 0 && $4 > 0 && $5 > 0' | wc -l)
 	if [ -n "$bad" ] && [ "$c" = rxe ] && [ "$good" -ge 2 ] &&
-	   hw_quiet "$dir/rxe.out.hw"; then
+	   io_hw_quiet "$dir/rxe.out"; then
 		echo "note: $label: the rxe client's row '$bad' has a zero figure; $good rows with figures and no retry by rxe: let pass"
 		bad=
 	fi
