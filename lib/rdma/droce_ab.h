@@ -94,10 +94,13 @@ static inline void droce_ab_turn(void)
 /* n more in this phase's slot of a per-phase count */
 static inline void droce_ab_add(uint64_t per_phase[2], uint64_t n)
 {
-	if (droce_ab_active && n > 0)
-		__atomic_fetch_add(&per_phase[__atomic_load_n(&droce_ab_phase,
-							      __ATOMIC_RELAXED)],
-				   n, __ATOMIC_RELAXED);
+	if (droce_ab_active && n > 0) {
+		uint64_t *c = &per_phase[__atomic_load_n(&droce_ab_phase,
+							 __ATOMIC_RELAXED)];
+
+		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n,
+				 __ATOMIC_RELAXED);
+	}
 }
 
 /* n completions returned to the application in this phase */
