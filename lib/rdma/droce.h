@@ -194,7 +194,10 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_prefetch, "now (not a count): 1 while the engine prefetches QPs ahead (a device of it has 256 QPs or more)") \
 	X(eng_deep_turns, "engine turns whose active list was prefetched a QP further ahead, with the next QP's source bytes (prefetching, and the turn before averaged 4 packets a visit or more)") \
 	X(eng_rx_spins, "lcore=app: looks at the ports that polls with nothing to do took beyond their first (rx_spin)") \
-	X(eng_rx_idle_cycles, "of eng_rx_cycles, the receive stages that found no frame: waiting, not work (cycles=1)")
+	X(eng_rx_idle_cycles, "of eng_rx_cycles, the receive stages that found no frame: waiting, not work (cycles=1)") \
+	X(eng_fast_poster, "now (not a count), lcore=app: 1 while a thread (the last to drive the engine) rings doorbells without the locked exchange while one is pending") \
+	X(eng_fast_moves, "lcore=app: times that role went to another thread (a membarrier each; after 8, nobody has it)") \
+	X(eng_db_skips, "lcore=app: posts whose doorbell skipped the locked exchange (one was pending)")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

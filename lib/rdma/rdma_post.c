@@ -115,7 +115,9 @@ static inline void set_bind_seg(uint8_t *seg, const struct ibv_mw *mw,
  * instruction on x86, an RCsc RMW after a release store on Arm), so this
  * store is visible before db_pending is read: the engine, which clears
  * db_pending with a full barrier before it reads sq_db, cannot miss it.
- * One locked instruction per post instead of two.
+ * One locked instruction per post instead of two; none on an app
+ * engine's fast poster while a doorbell is pending (eth_qp_notify: the
+ * other draining threads fence with a membarrier instead).
  */
 static inline void ring_doorbell(struct droce_qp *qp, uint32_t pi)
 {

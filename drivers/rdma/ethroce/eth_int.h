@@ -19,6 +19,7 @@
 
 #define ETH_RX_BURST		32
 #define ETH_DB_BURST		64
+#define ETH_FAST_MOVES		8	/* fast poster handed on at most this often */
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
 #define ETH_ACTIVE_VISITS	128	/* QPs serviced per engine iteration */
 /* From this many QPs on a device, the engine prefetches QPs ahead (their
@@ -151,6 +152,18 @@ struct droce_engine {
 	volatile uint32_t exec_req;
 	volatile uint32_t exec_done;
 	rte_spinlock_t app_lock;	/* app engine: one driving thread */
+	/*
+	 * App engine: the thread (pthread_self(), as an integer; 0: none)
+	 * whose posts skip the doorbell's locked exchange while one is
+	 * already pending (eth_qp_notify), and its moves so far. The other
+	 * threads that drain doorbells pay for that with a membarrier
+	 * (eth_fast_fence); 0 for good where the process could not
+	 * register one, or after ETH_FAST_MOVES moves.
+	 */
+	uintptr_t fast_poster;
+	uint32_t fast_moves;
+	bool fast_ok;			/* membarrier registered */
+	uint64_t db_skips;		/* posts that skipped the exchange */
 	/* App engine: a sleeping helper thread drives the engine whenever
 	 * the application has not for ETH_KEEPER_US (blocked in a TCP
 	 * exchange, say), so ARP, ACKs and retransmissions go on. */
