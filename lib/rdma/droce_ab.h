@@ -91,7 +91,11 @@ static inline void droce_ab_turn(void)
 			 __ATOMIC_RELAXED);
 }
 
-/* n more in this phase's slot of a per-phase count */
+/* n more in this phase's slot of a per-phase count. Not a locked add:
+ * right after a transmit burst it would wait for the port's stores into
+ * the other process's lines, and hide what an experiment that drops a
+ * locked instruction of its own gains. Each array has one writer at a
+ * time (polls: the application's thread; transmits: the engine's turn). */
 static inline void droce_ab_add(uint64_t per_phase[2], uint64_t n)
 {
 	if (droce_ab_active && n > 0) {

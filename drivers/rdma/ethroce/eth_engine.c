@@ -331,8 +331,9 @@ static int drain_doorbells(struct droce_engine *eng)
 	}
 	/* Not the fast poster's thread: its posts may have skipped the
 	 * exchange, so every clear, then the membarrier, then sq_db. */
-	if (n && __atomic_load_n(&eng->fast_poster, __ATOMIC_RELAXED) &&
-	    eng->fast_poster != self_id()) {
+	uintptr_t fast = __atomic_load_n(&eng->fast_poster, __ATOMIC_RELAXED);
+
+	if (n && fast && fast != self_id()) {
 		for (unsigned int i = 0; i < n; i++)
 			if (qps[i] && qps[i]->eng == eng)
 				__atomic_store_n(&qps[i]->db_pending, 0,
