@@ -65,6 +65,11 @@ extern "C" {
  *                  before it returns (default 8, at most 1024; 0: once).
  *                  An engine serving several devices takes the largest
  *                  asked for; the keeper thread never spins
+ *   icrc_batch=0|1 the ICRCs of the frames built from a QP's header image
+ *                  computed together right before each tx burst, frames
+ *                  of one shape four a 512-bit register where the CPU has
+ *                  AVX-512 and VPCLMULQDQ (default 1; 0: each as it is
+ *                  built; doc/performance.md, forty-fifth round)
  *   cycles=0|1     time the engine's stages with rte_rdtsc (default 0):
  *                  the eng_*_cycles counters below; four TSC reads per
  *                  engine iteration, so off unless measuring
@@ -197,7 +202,9 @@ int droce_poll(struct ibv_context *ctx);
 	X(eng_rx_idle_cycles, "of eng_rx_cycles, the receive stages that found no frame: waiting, not work (cycles=1)") \
 	X(eng_fast_poster, "now (not a count), lcore=app: 1 while a thread (the last to drive the engine) rings doorbells without the locked exchange while one is pending") \
 	X(eng_fast_moves, "lcore=app: times that role went to another thread (a membarrier each; after 8, nobody has it)") \
-	X(eng_db_skips, "lcore=app: posts whose doorbell skipped the locked exchange (one was pending)")
+	X(eng_db_skips, "lcore=app: posts whose doorbell skipped the locked exchange (one was pending)") \
+	X(tx_icrc_batched, "frames whose ICRC was computed with the others of their tx burst (icrc_batch=1)") \
+	X(tx_icrc_lanes, "of those, frames whose ICRC shared a 512-bit register with three others of their shape")
 
 struct droce_dev_stats {
 #define DROCE_STAT_FIELD(name, help) uint64_t name;

@@ -659,6 +659,7 @@ struct droce_devargs {
 	uint32_t cycles;		/* time the engine's stages (eng_*_cycles) */
 	uint32_t post_drive;		/* lcore=app: posts per engine turn; 0 off */
 	uint32_t rx_spin;		/* lcore=app: port looks more in an idle poll */
+	uint32_t icrc_batch;		/* ICRCs of image frames at the tx burst */
 };
 
 struct droce_dev {
@@ -699,6 +700,15 @@ struct droce_dev {
 	struct rte_mbuf **txq;		/* packets waiting for tx_burst */
 	uint32_t txq_len;
 	uint32_t txq_cap;
+	/* Frames in txq whose ICRC is still due (img_send): all computed
+	 * right before the next tx burst (eth_tx_flush), where nothing
+	 * separates one frame's chain of multiplications from the next's and
+	 * frames of one shape share them, four a register. NULL: each at once
+	 * (icrc_batch=0, or no carry-less multiply). */
+	uint8_t **icrc_l3;
+	uint16_t *icrc_cover;
+	uint8_t *icrc_v6;
+	uint32_t icrc_n;
 	uint16_t ip_id;
 	uint32_t zc_min;		/* engine: effective zero-copy threshold */
 	/* mbufs of pool at hand, one per frame built: taken from the pool in

@@ -554,6 +554,19 @@ static inline bool roce_icrc_clmul_usable(void)
 	return __builtin_expect(s >= 0, 1) ? s != 0 : roce_icrc_clmul_probe();
 }
 uint32_t roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6);
+/*
+ * roce_icrc_clmul() of n frames, each stored (little-endian, as
+ * roce_icrc_store) right after its covered bytes, at l3[i] + cover[i]; each
+ * frame needs 8 readable bytes before l3[i] (its Ethernet header). One
+ * loop with nothing between one frame's chain of multiplications and the
+ * next's, so the core overlaps them; with AVX-512 (F, BW) and VPCLMULQDQ,
+ * four frames of one shape (the same cover and IP version, 8 + cover a
+ * multiple of 16, cover < 512: a burst of one size's WRITEs or SENDs) share
+ * each multiplication, a frame a 128-bit lane. Needs
+ * roce_icrc_clmul_usable(). Returns how many frames went four a register.
+ */
+uint32_t roce_icrc_clmul_store_n(uint8_t *const *l3, const uint16_t *cover,
+				 const uint8_t *ipv6, uint32_t n);
 
 /*
  * roce_icrc_l3() for headers known to fit roce_icrc_clmul(): IPv4 with

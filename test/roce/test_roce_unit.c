@@ -366,6 +366,79 @@ test_icrc_clmul(void)
 	printf("icrc clmul == reference on %d lengths\n", n);
 }
 
+/*
+ * roce_icrc_clmul_store_n against the byte-wise reference: bursts of up to
+ * 70 frames, runs of one shape (the four-a-register path: lengths with
+ * 8 + cover a multiple of 16, both IP versions) broken by frames of other
+ * lengths and versions at random places, so every grouping of the four and
+ * the one-at-a-time rest between them runs; each ICRC lands right after
+ * its cover and nothing else in the buffers moves.
+ */
+static void
+test_icrc_store_n(void)
+{
+	enum { NF = 70, SZ = 1200 };
+	static uint8_t f[NF][SZ], keep[NF][SZ];
+	uint8_t *l3[NF];
+	uint16_t cover[NF];
+	uint8_t v6[NF];
+	uint32_t off[NF], want[NF], frames = 0, lanes = 0;
+
+	if (!roce_icrc_clmul_usable()) {
+		printf("icrc store_n: off (CPU, or DROCE_NO_CLMUL=1), not tested\n");
+		return;
+	}
+	for (int round = 0; round < 3000; round++) {
+		uint32_t n = 1 + rnd_below(NF);
+		uint32_t shape = 16 * (3 + rnd_below(28)) - 8;	/* 40..472 */
+		bool sv6 = rnd_below(3) == 0;
+
+		if (sv6 && shape < 60)
+			shape += 16;
+		for (uint32_t i = 0; i < n; i++) {
+			bool odd = rnd_below(5) == 0;
+
+			v6[i] = odd ? (uint8_t)rnd_below(2) : sv6;
+			cover[i] = (uint16_t)(odd ? (v6[i] ? 60 : 40) +
+					      rnd_below(1100) : shape);
+			off[i] = 8 + rnd_below(24);	/* an Ethernet header's */
+			rnd_fill(f[i], SZ);
+			f[i][off[i]] = (uint8_t)(v6[i] ? 0x60 : 0x45);
+			l3[i] = f[i] + off[i];
+			want[i] = ref_icrc(f[i], off[i],
+					   off[i] + cover[i] + 4, v6[i]);
+			memcpy(keep[i], f[i], SZ);
+		}
+		lanes += roce_icrc_clmul_store_n(l3, cover, v6, n);
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t end = off[i] + cover[i];
+
+			CHECK(roce_icrc_load(f[i] + end) == want[i],
+			      "store_n round %d frame %u/%u %s cover %u: %08x, "
+			      "reference %08x", round, i, n,
+			      v6[i] ? "IPv6" : "IPv4", cover[i],
+			      roce_icrc_load(f[i] + end), want[i]);
+			CHECK(memcmp(f[i], keep[i], end) == 0 &&
+			      memcmp(f[i] + end + 4, keep[i] + end + 4,
+				     SZ - end - 4) == 0,
+			      "store_n round %d frame %u: bytes beside the ICRC "
+			      "changed", round, i);
+		}
+		frames += n;
+	}
+	printf("icrc store_n == reference on %u frames (%u four a register, "
+	       "%u-bit kernel)\n", frames, lanes, roce_crc32_copy_bits());
+	/* where the CPU has the four-lane kernel it must have run */
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("vpclmulqdq") && roce_crc32_copy_bits() == 512)
+		CHECK(lanes > frames / 4, "four a register: %u of %u", lanes,
+		      frames);
+	else
+		CHECK(lanes == 0, "four a register without the kernel: %u",
+		      lanes);
+}
+
 static bool
 env_set(const char *name)
 {
@@ -1195,6 +1268,7 @@ main(void)
 	test_opcodes();
 	test_roundtrip();
 	test_icrc_clmul();
+	test_icrc_store_n();
 	test_crc32_copy();
 	test_rejects();
 	test_mutations();

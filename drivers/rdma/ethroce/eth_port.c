@@ -226,6 +226,23 @@ int eth_port_setup(struct droce_dev *dev)
 		goto fail;
 	}
 	dev->txq_cap = ETH_TXQ_CAP;
+	if (dev->args.icrc_batch && roce_icrc_clmul_usable()) {
+		/* one block: the frames' l3 pointers, covers, IP versions */
+		uint8_t *b = rte_zmalloc_socket("droce_icrc_due", ETH_TXQ_CAP *
+				(sizeof(uint8_t *) + sizeof(uint16_t) + 1),
+				RTE_CACHE_LINE_SIZE, socket);
+
+		if (b == NULL) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		dev->icrc_l3 = (uint8_t **)(void *)b;
+		dev->icrc_cover = (uint16_t *)(void *)(b + ETH_TXQ_CAP *
+						       sizeof(uint8_t *));
+		dev->icrc_v6 = b + ETH_TXQ_CAP * (sizeof(uint8_t *) +
+						  sizeof(uint16_t));
+		dev->icrc_n = 0;
+	}
 	dev->loopq = rte_zmalloc_socket("droce_loopq",
 			sizeof(*dev->loopq) * ETH_LOOPQ_CAP, RTE_CACHE_LINE_SIZE,
 			socket);
@@ -272,6 +289,9 @@ fail:
 	dev->loopq = NULL;
 	rte_free(dev->txq);
 	dev->txq = NULL;
+	rte_free(dev->icrc_l3);
+	dev->icrc_l3 = NULL;
+	dev->icrc_n = 0;
 	rte_mempool_free(dev->pool);
 	dev->pool = NULL;
 	return ret;
@@ -286,6 +306,7 @@ void eth_port_close(struct droce_dev *dev, bool served)
 	rte_eth_dev_stop(dev->port_id);
 	rte_pktmbuf_free_bulk(dev->txq, dev->txq_len);
 	dev->txq_len = 0;
+	dev->icrc_n = 0;
 	rte_pktmbuf_free_bulk(dev->loopq, dev->loopq_len);
 	dev->loopq_len = 0;
 	rte_pktmbuf_free_bulk(dev->mstash, dev->mstash_n);
@@ -295,6 +316,9 @@ void eth_port_close(struct droce_dev *dev, bool served)
 	rte_eth_dev_close(dev->port_id);
 	rte_free(dev->txq);
 	dev->txq = NULL;
+	rte_free(dev->icrc_l3);
+	dev->icrc_l3 = NULL;
+	dev->icrc_n = 0;
 	/* (one that never ran goes now: a probe of its port may come again,
 	 * and its pool's name with it) */
 	if (served && nb_closed_pools < DROCE_MAX_DEVS)
