@@ -709,6 +709,7 @@ struct droce_dev {
 	uint16_t *icrc_cover;
 	uint8_t *icrc_v6;
 	uint32_t icrc_n;
+	bool icrc_first;		/* the next image frame's ICRC at once */
 	uint16_t ip_id;
 	uint32_t zc_min;		/* engine: effective zero-copy threshold */
 	/* mbufs of pool at hand, one per frame built: taken from the pool in

@@ -242,6 +242,7 @@ int eth_port_setup(struct droce_dev *dev)
 		dev->icrc_v6 = b + ETH_TXQ_CAP * (sizeof(uint8_t *) +
 						  sizeof(uint16_t));
 		dev->icrc_n = 0;
+		dev->icrc_first = true;
 	}
 	dev->loopq = rte_zmalloc_socket("droce_loopq",
 			sizeof(*dev->loopq) * ETH_LOOPQ_CAP, RTE_CACHE_LINE_SIZE,
