@@ -319,7 +319,6 @@ void eth_port_close(struct droce_dev *dev, bool served)
 	dev->txq = NULL;
 	rte_free(dev->icrc_l3);
 	dev->icrc_l3 = NULL;
-	dev->icrc_n = 0;
 	/* (one that never ran goes now: a probe of its port may come again,
 	 * and its pool's name with it) */
 	if (served && nb_closed_pools < DROCE_MAX_DEVS)
