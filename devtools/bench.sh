@@ -6,8 +6,8 @@
 # made from them) and keeps every raw line.
 #
 #   devtools/bench.sh [--build DIR] [--quick] [--reps N] [--window SEC]
-#                     [--sizes "64 4096 ..."] [--only "lb lat remote cycles
-#                     callgrind scaling"] [--out FILE]
+#                     [--sizes "64 4096 ..."] [--only "lb lat remote kernel
+#                     cycles callgrind scaling"] [--out FILE]
 #
 # Sections:
 #   lb        one process, droce's net_ring pair (droce-perf --loopback,
@@ -31,6 +31,10 @@
 #             with --cycles: each side's cycles a frame sent and received
 #             (requester and responder), beside the raw sender's and
 #             receiver's
+#   kernel    two processes as remote, over DPDK's net_af_packet on a veth
+#             pair (root only; skipped without): WRITE 64 B (perftest's
+#             defaults and -t 512 --no_lock), SEND and READ 64 B, WRITE
+#             64 KiB, write_lat, beside droce-ceiling over the same pair
 #   cycles    TSC cycles per message and per frame with the engine driven
 #             by the one thread (--engine=app --cycles), SEND/WRITE/READ
 #   callgrind instructions per message/frame (valgrind --tool=callgrind,
@@ -55,7 +59,7 @@ REPS=3
 WIN=1
 QUICK=0
 SIZES=""
-ONLY="lb lat remote cycles callgrind scaling"
+ONLY="lb lat remote kernel cycles callgrind scaling"
 OUT=""
 
 while [ $# -gt 0 ]; do
@@ -67,7 +71,7 @@ while [ $# -gt 0 ]; do
 	--sizes) SIZES=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '3,40p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,45p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -89,7 +93,9 @@ unset DROCE_EAL_ARGS DROCE_DEVICES DROCE_EAL_EXTRA_ARGS
 LOG="--log-level=*:warning"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/droce-bench.XXXXXX")
 # EAL runtime directories of this run's processes (prefixes bench$$*, bcg$$)
-trap 'rm -rf /run/dpdk/bench$$* /run/dpdk/bcg$$ 2>/dev/null' EXIT
+# and the kernel section's veth pair, if it is still there
+KLINK=
+trap 'rm -rf /run/dpdk/bench$$* /run/dpdk/bcg$$ 2>/dev/null; [ -z "$KLINK" ] || ip link del "$KLINK" 2>/dev/null' EXIT
 # shellcheck source=bench/lib.sh
 . "$HERE/bench/lib.sh"
 EAL_MEM=$(eal_mem)
@@ -349,6 +355,85 @@ if has remote; then
 	echo
 	echo "(load at end: $(load))"
 	MEMIF_ARGS=
+fi
+
+# --------------------------------------------------------------- kernel
+if has kernel; then
+	section "Two processes over a kernel link: DPDK net_af_packet on a veth pair, app-driven engines"
+	# What a machine without an RDMA NIC or a shared-memory peer has: the
+	# kernel's packet sockets (TPACKET rings, a system call a transmit
+	# burst). The same processes and options as the remote section's,
+	# the raw ceiling over the same pair; path MTU 4096 (af_packet frames
+	# of 4352 bytes, 16 a 69632-byte block, as test/interop/lib.sh's).
+	KLINK=drbk-a$$
+	if ! ip link add "$KLINK" type veth peer name "drbk-b$$" 2>/dev/null; then
+		KLINK=
+		echo "skipped: no veth pair could be made (root and the veth driver needed)"
+	else
+		for l in "$KLINK" "drbk-b$$"; do
+			# (no IPv6 autoconfiguration frames on the link)
+			sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1" 2>/dev/null
+			ip link set "$l" mtu 9000 up
+		done
+		K_SAVED=${PAIR_DEVARGS:-}
+		LINK_PORT=net_af_packet0
+		LINK_VDEV_S="net_af_packet0,iface=$KLINK,framesz=4352,blocksz=69632"
+		LINK_VDEV_C="net_af_packet0,iface=drbk-b$$,framesz=4352,blocksz=69632"
+		PAIR_DEVARGS="mtu=4096,port_mtu=4288"
+		export LINK_PORT LINK_VDEV_S LINK_VDEV_C
+		echo "| test | size | droce msg/s | droce MB/s | raw pps af_packet (frame) | pkt ratio |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		kernel_row() {
+			local t=$1 size=$2 frame ppm c d rate pps
+			shift 2
+			frame=$(frame_of "${t%_bw}" "$size" 4096)
+			ppm=$(pkts_of "$size" 4096)
+			R=(); B=(); P=(); C=()
+			for _ in $(seq "$REPS"); do
+				c=$(ceil_pair rx tx -f "$frame" -D "$WIN" --room 4352)
+				d=$(pair "$t" -s "$size" -D "$WIN" "$@")
+				printf '%s\n' "$c" "$d" >>"$WORK/kernel.lines"
+				rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
+				[ -n "$rate" ] || continue
+				R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
+				[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+			done
+			echo "| $t${*:+ $*} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) |"
+		}
+		kernel_row write_bw 64
+		kernel_row write_bw 64 -t 512 --no_lock
+		kernel_row send_bw 64
+		kernel_row read_bw 64
+		kernel_row write_bw 65536
+		echo
+		echo "| test | droce RTT median us | raw af_packet ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
+		echo "|---|---:|---:|---:|---:|---:|"
+		frame=$(frame_of write 8 4096)
+		D=(); C=(); RR=(); CA=(); RA=()
+		for _ in $(seq "$REPS"); do
+			c=$(ceil_pair pong ping -f "$frame" -n 5000 -D 30 --room 4352)
+			ca=$(ceil_pair pong ping -f "$frame" --ack 62 -n 5000 -D 30 --room 4352)
+			d=$(pair write_lat -s 8 -n 5000)
+			printf '%s\n' "$c" "$ca" "$d" >>"$WORK/kernel.lines"
+			rtt=$(kvget "$d" rtt_median)
+			if [ -z "$rtt" ] || [ -z "$(kvget "$c" rtt_median)" ]; then
+				continue
+			fi
+			D+=("$rtt"); C+=("$(kvget "$c" rtt_median)")
+			RR+=("$(div "$rtt" "$(kvget "$c" rtt_median)" 2)")
+			if [ -n "$(kvget "$ca" rtt_median)" ]; then
+				CA+=("$(kvget "$ca" rtt_median)")
+				RA+=("$(div "$rtt" "$(kvget "$ca" rtt_median)" 2)")
+			fi
+		done
+		echo "| write_lat | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 2) | $(fmt "$(median "${CA[@]}")" 3) | $(fmt "$(median "${RA[@]}")" 2) |"
+		echo
+		echo "The kernel's work a frame (a system call a transmit burst, the veth's hand-over into the other socket's ring, done on the sending core) sets this link's pace, for droce's ends as for the raw pair's: the ratios say how much of a kernel link droce keeps. The issue's targets are judged on the memif pair, the link whose own cost a frame is least; these are for deployments without shared memory between the ends. (load at end: $(load))"
+		unset LINK_PORT LINK_VDEV_S LINK_VDEV_C
+		PAIR_DEVARGS=$K_SAVED
+		ip link del "$KLINK" 2>/dev/null
+		KLINK=
+	fi
 fi
 
 # --------------------------------------------------------------- cycles

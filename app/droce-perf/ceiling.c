@@ -29,6 +29,9 @@
  *                                 echo everything back (with -n: the
  *                                 ping's iterations and warm-up, then stop;
  *                                 --ack as ping's, to count its frames)
+ *   --room <bytes>: mbufs of at least that data room (a port whose frames
+ *                 are bigger than the frame sent, as net_af_packet's
+ *                 framesz, needs room for them to start)
  *
  * Two-process modes end quietly: memif (DPDK 22.11) unmaps its shared
  * rings when the peer disconnects, with nothing ordering that against a
@@ -87,6 +90,7 @@ static struct {
 	bool iters_set;		/* -n given (pong: how many to echo) */
 	int cores;
 	uint32_t ack;		/* rtt, ping, pong: a second frame a way */
+	uint32_t room;		/* --room: the mbufs' data room at least */
 	uint64_t size;
 	const char *port;
 } o = { .frame = 138, .secs = 1, .iters = 100000, .cores = 1,
@@ -191,7 +195,8 @@ static int port_setup(uint16_t port)
 
 static int make_pool(void)
 {
-	uint32_t room = RTE_MAX(o.frame + 256u, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
+	uint32_t room = RTE_MAX(RTE_MAX(o.frame + 256u, o.room),
+				(uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 
 	pool = rte_pktmbuf_pool_create("ceiling_mb", NB_MBUF, 256, 0,
 				       (uint16_t)(RTE_PKTMBUF_HEADROOM + room),
@@ -936,7 +941,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "cores", 1, NULL, 'c' }, { "port", 1, NULL, 'P' },
-		{ "ack", 1, NULL, 'a' },
+		{ "ack", 1, NULL, 'a' }, { "room", 1, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int ret, c;
@@ -950,7 +955,7 @@ int main(int argc, char **argv)
 	argv += ret;
 	hz = rte_get_tsc_hz();
 	if (argc < 2) {
-		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|clmul|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name] [--ack bytes]\n");
+		fprintf(stderr, "usage: droce-ceiling [EAL args] -- pps|rtt|tx|rx|ping|pong|memcpy|crc|clmul|stalls [-f frame] [-D sec] [-n iters] [-s size] [--cores 1|2] [--port name] [--ack bytes] [--room bytes]\n");
 		return 2;
 	}
 	o.mode = argv[1];
@@ -967,12 +972,14 @@ int main(int argc, char **argv)
 		case 'c': o.cores = atoi(optarg); break;
 		case 'P': o.port = optarg; break;
 		case 'a': o.ack = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'r': o.room = (uint32_t)strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
 	if (o.frame < 60 || o.frame > 9000 || o.iters < 10 || o.size == 0 ||
-	    (o.ack && (o.ack < 60 || o.ack > o.frame))) {
-		fprintf(stderr, "bad frame/iters/size/ack\n");
+	    (o.ack && (o.ack < 60 || o.ack > o.frame)) ||
+	    o.room > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
+		fprintf(stderr, "bad frame/iters/size/ack/room\n");
 		return 2;
 	}
 	make_hdr();

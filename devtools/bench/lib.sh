@@ -159,7 +159,10 @@ stalls_line() {
 # DROCE_PERF line; with --cycles, then the client's and the server's
 # DROCE_ENGINE lines (keys c_eng_*, s_eng_*: kvget reads across them).
 # MEMIF_ARGS: more memif vdev arguments (",bsize=4352"), here and in
-# ceil_pair; PAIR_DEVARGS: more droce device arguments.
+# ceil_pair; PAIR_DEVARGS: more droce device arguments. LINK_VDEV_S,
+# LINK_VDEV_C and LINK_PORT, when set, replace the memif pair (both here
+# and in ceil_pair): the server's and the client's --vdev, and its port
+# name (bench's kernel section: net_af_packet on a veth pair).
 pair() {
 	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
 	local cg_end='' cg_run=() s_run=() c_run=() s_mem=$EAL_MEM c_mem=$EAL_MEM
@@ -187,8 +190,8 @@ pair() {
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0
-	DROCE_EAL_ARGS="$(EAL_MEM=$s_mem eal 0 pA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}")" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app$cyc" \
+	DROCE_EAL_ARGS="$(EAL_MEM=$s_mem eal 0 pA$PAIR_N "${LINK_VDEV_S:-net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}}")" \
+	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.1,lcore=app$cyc" \
 		timeout -k 5 $s_to "${s_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info \
 		>"$dir/server" 2>&1 &
 	spid=$!
@@ -201,8 +204,8 @@ pair() {
 		fi
 		sleep 0.05
 	done
-	DROCE_EAL_ARGS="$(EAL_MEM=$c_mem eal 1 pB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}")" \
-	DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app$cyc" \
+	DROCE_EAL_ARGS="$(EAL_MEM=$c_mem eal 1 pB$PAIR_N "${LINK_VDEV_C:-net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}}")" \
+	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.2,lcore=app$cyc" \
 		timeout -k 5 $c_to "${c_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
 		>"$dir/client" 2>&1
 	wait $spid 2>/dev/null
@@ -280,7 +283,7 @@ ceil_pair() {
 	mkdir -p "$dir"
 	sock=/tmp/bench-memif-$$-c$PAIR_N.sock
 	# shellcheck disable=SC2046
-	timeout -k 5 90 "$CEIL" $(eal 0 cA$PAIR_N "net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}") \
+	timeout -k 5 90 "$CEIL" $(eal 0 cA$PAIR_N "${LINK_VDEV_S:-net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}}") \
 		-- "$rxm" "$@" >"$dir/rx" 2>&1 &
 	rpid=$!
 	t0=$SECONDS
@@ -291,7 +294,7 @@ ceil_pair() {
 		sleep 0.05
 	done
 	# shellcheck disable=SC2046
-	timeout -k 5 90 "$CEIL" $(eal 1 cB$PAIR_N "net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}") \
+	timeout -k 5 90 "$CEIL" $(eal 1 cB$PAIR_N "${LINK_VDEV_C:-net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}}") \
 		-- "$txm" "$@" >"$dir/tx" 2>&1
 	wait $rpid 2>/dev/null
 	rm -f "$sock"

@@ -10,7 +10,9 @@
 # bench's ceil_pair runs them; both
 # sides must exit 0 (they end quietly: neither is in a burst when the other
 # exits, see ceiling.c), the measuring side print its line, and the counts
-# add up (pong echoes exactly ping's frames). Bad --ack sizes are refused.
+# add up (pong echoes exactly ping's frames). The same over net_af_packet
+# on a veth pair (root only): its receiver needs --room for the bigger
+# frames. Bad --ack and --room sizes are refused.
 # A stamps build (--stamps) also checks ping's and pong's stamps against
 # those counts, and that devtools/stamps.py reads their hops.
 # Never a speed beyond > 0.
@@ -119,13 +121,13 @@ pair() {
 	sock=$WORK/memif.$N.sock
 	# shellcheck disable=SC2086
 	timeout -k 2 40 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}r$N" \
-		--vdev="net_memif0,role=server,socket=$sock" -- "$rxm" "$@" >"$RXO" 2>&1 &
+		--vdev="${VDEV_S:-net_memif0,role=server,socket=$sock}" -- "$rxm" "$@" >"$RXO" 2>&1 &
 	rpid=$!
 	PIDS="$PIDS $rpid"
 	await_ready $rpid "$RXO" "$label: the $rxm side" || return 1
 	# shellcheck disable=SC2086
 	timeout -k 2 40 "$BIN" -l 1 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}t$N" \
-		--vdev="net_memif0,role=client,socket=$sock" -- "$txm" "$@" >"$TXO" 2>&1
+		--vdev="${VDEV_C:-net_memif0,role=client,socket=$sock}" -- "$txm" "$@" >"$TXO" 2>&1
 	trc=$?
 	wait $rpid
 	rrc=$?
@@ -191,7 +193,43 @@ if [ "${2:-}" = --stamps ] &&
 		END { exit !(r && n == 2 && !bad && t == 2) }' ||
 		fail "pong/ping stamped: stamps.py did not follow the hops: $(echo "$out" | head -4)"
 fi
-for bad in "--ack 40" "--ack 100"; do
+# The kernel link of bench's kernel section: net_af_packet on a veth pair
+# (root only), its frames bigger than the default mbufs hold: the receiver
+# cannot start without --room, and runs with it
+KLINK=dcs$$a
+if ip link add "$KLINK" type veth peer name "dcs$$b" 2>/dev/null; then
+	trap 'ip link del "$KLINK" 2>/dev/null; perf_lib_cleanup' EXIT
+	for l in "$KLINK" "dcs$$b"; do
+		sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1" 2>/dev/null
+		ip link set "$l" mtu 9000 up
+	done
+	VDEV_S="net_af_packet0,iface=$KLINK,framesz=4352,blocksz=69632"
+	VDEV_C="net_af_packet0,iface=dcs$$b,framesz=4352,blocksz=69632"
+	N=$((N + 1))
+	# shellcheck disable=SC2086
+	if timeout -k 2 30 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}k$N" \
+		--vdev="$VDEV_S" -- rx -D 0.2 >"$WORK/$N.out" 2>&1; then
+		fail "af_packet rx without --room: started ($(grep CEILING "$WORK/$N.out" | head -1))"
+	fi
+	if pair "af_packet rx/tx" rx tx -f 138 -D 0.5 --room 4352; then
+		positive "$(val "$RXO" pps)" || fail "af_packet rx/tx: no rate: $(grep CEILING "$RXO")"
+		awk -v r="$(val "$RXO" total)" -v s="$(val "$TXO" sent)" \
+		    'BEGIN { exit !(r > 0 && r <= s) }' ||
+			fail "af_packet rx/tx: received $(val "$RXO" total) of $(val "$TXO" sent)"
+	fi
+	if pair "af_packet pong/ping" pong ping -f 82 -n 1000 -D 20 --room 4352; then
+		positive "$(val "$TXO" rtt_median)" ||
+			fail "af_packet pong/ping: no RTT: $(grep CEILING "$TXO")"
+		[ "$(val "$RXO" echoed)" = 1110 ] ||
+			fail "af_packet pong/ping: pong echoed $(val "$RXO" echoed), want 1110"
+	fi
+	unset VDEV_S VDEV_C
+	ip link del "$KLINK" 2>/dev/null
+else
+	echo "af_packet part skipped: no veth pair (root and the veth driver needed)"
+fi
+
+for bad in "--ack 40" "--ack 100" "--room 70000"; do
 	N=$((N + 1))
 	# shellcheck disable=SC2086
 	if timeout -k 2 30 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}b$N" \
