@@ -162,7 +162,9 @@ stalls_line() {
 # ceil_pair; PAIR_DEVARGS: more droce device arguments. LINK_VDEV_S,
 # LINK_VDEV_C and LINK_PORT, when set, replace the memif pair (both here
 # and in ceil_pair): the server's and the client's --vdev, and its port
-# name (bench's kernel section: net_af_packet on a veth pair).
+# name (bench's kernel section: net_af_packet on a veth pair);
+# LINK_DEVARGS_S and LINK_DEVARGS_C: more droce device arguments for one
+# end only (its own mac=).
 pair() {
 	local sock port spid dir t0 cyc PAIR_N=${BASHPID}x${RANDOM}
 	local cg_end='' cg_run=() s_run=() c_run=() s_mem=$EAL_MEM c_mem=$EAL_MEM
@@ -191,7 +193,7 @@ pair() {
 	sock=/tmp/bench-memif-$$-$PAIR_N.sock
 	port=$(free_port) || return 0
 	DROCE_EAL_ARGS="$(EAL_MEM=$s_mem eal 0 pA$PAIR_N "${LINK_VDEV_S:-net_memif0,role=server,socket=$sock${MEMIF_ARGS:-}}")" \
-	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.1,lcore=app$cyc" \
+	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.1,lcore=app$cyc${LINK_DEVARGS_S:+,$LINK_DEVARGS_S}" \
 		timeout -k 5 $s_to "${s_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info \
 		>"$dir/server" 2>&1 &
 	spid=$!
@@ -205,7 +207,7 @@ pair() {
 		sleep 0.05
 	done
 	DROCE_EAL_ARGS="$(EAL_MEM=$c_mem eal 1 pB$PAIR_N "${LINK_VDEV_C:-net_memif0,role=client,socket=$sock${MEMIF_ARGS:-}}")" \
-	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.2,lcore=app$cyc" \
+	DROCE_DEVICES="port=${LINK_PORT:-net_memif0},ip=198.18.0.2,lcore=app$cyc${LINK_DEVARGS_C:+,$LINK_DEVARGS_C}" \
 		timeout -k 5 $c_to "${c_run[@]}" "$PERF" "$@" -p "$port" --kv --no_info 127.0.0.1 \
 		>"$dir/client" 2>&1
 	wait $spid 2>/dev/null

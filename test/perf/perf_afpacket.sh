@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# app/droce-perf as two processes over a port the kernel also has: DPDK's
+# net_af_packet on a veth pair, in a network namespace of the test's own
+# (perftest's TCP exchange on its loopback), as bench's kernel section
+# runs it. Root only (skipped elsewhere).
+#
+# With mac= (a locally administered MAC a port) droce's frames are not the
+# kernel's: its IP stack drops them on arrival, before it counts them
+# (Ip InReceives stays where it was), where the interfaces' own MACs send
+# every frame up the IP stack too (InReceives grows by at least the
+# frames). Both ways the WRITEs complete, counted and data checked. (An
+# end that answered ARP with, or sent from, its interface's MAC instead
+# of its mac= would draw the other's frames to that MAC: InReceives.)
+#
+# usage: perf_afpacket.sh <droce-perf>
+# exit: 0 pass, 1 fail, 77 skipped ("SKIPPED: <reason>")
+
+NAME=perf-afpacket
+PREFIX=dpa$$
+# shellcheck source=test/perf/perf_lib.sh
+. "$(dirname "$0")/perf_lib.sh"
+BUDGET=$(time_budget 60)
+need_two_cores "two processes, one busy thread each, need two cores"
+EAL_MEM="--no-huge -m 256"
+NS=dpa$$
+MAC_S=02:00:c6:12:00:31
+MAC_C=02:00:c6:12:00:32
+RUNS=0
+
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "$NS" 2>/dev/null; then
+	echo "SKIPPED: needs root and network namespaces"
+	exit 77
+fi
+trap 'ip netns del "$NS" 2>/dev/null; perf_lib_cleanup' EXIT
+nsx() { ip netns exec "$NS" "$@"; }
+if ! nsx ip link add dpa-s type veth peer name dpa-c 2>/dev/null; then
+	echo "SKIPPED: no veth driver"
+	exit 77
+fi
+nsx ip link set lo up
+for l in dpa-s dpa-c; do
+	# (no IPv6 autoconfiguration frames on the link)
+	nsx sysctl -qw "net.ipv6.conf.$l.disable_ipv6=1"
+	nsx ip link set "$l" up
+done
+
+# ip_in: the namespace's Ip InReceives (packets that reached its IP stack)
+ip_in() {
+	nsx awk '$1 == "Ip:" && !h { for (i = 2; i <= NF; i++) if ($i == "InReceives") c = i; h = 1; next }
+		 $1 == "Ip:" && h { print $c; exit }' /proc/net/snmp
+}
+
+kv() {
+	sed -n "s/^DROCE_PERF .* $2=\([^ ]*\).*/\1/p" "$1" | head -n 1
+}
+
+# run <label> <server devargs> <client devargs> <droce-perf args...>: the
+# server on core 0, the client on core 1, inside the namespace; their
+# outputs in $SRV and $CLI. Fails when either exits non-zero.
+run() {
+	local label=$1 sdev=$2 cdev=$3 spid port left t0 crc src
+	shift 3
+	RUNS=$((RUNS + 1))
+	SRV=$WORK/$RUNS.server
+	CLI=$WORK/$RUNS.client
+	left=$((BUDGET - (SECONDS - START)))
+	if [ $left -lt 10 ]; then
+		fail "$label: out of time budget (${BUDGET}s)"
+		return 1
+	fi
+	[ $left -gt 30 ] && left=30
+	port=$(nsx bash -c ". '$(dirname "$0")/../common/test_lib.sh'; free_port") ||
+		{ fail "$label: no free TCP port"; return 1; }
+	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}s$RUNS --vdev=net_af_packet0,iface=dpa-s" \
+	DROCE_DEVICES="port=net_af_packet0,ip=198.18.0.1,lcore=app$sdev" \
+		timeout -k 2 "$left" ip netns exec "$NS" "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
+	spid=$!
+	PIDS="$PIDS $spid"
+	t0=$SECONDS
+	until nsx bash -c ". '$(dirname "$0")/../common/test_lib.sh'; port_listening $port"; do
+		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$label: server never listened"
+			tail -n 5 "$SRV" | sed 's/^/    /'
+			kill $spid 2>/dev/null
+			wait $spid 2>/dev/null
+			return 1
+		fi
+		sleep 0.05
+	done
+	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_af_packet0,iface=dpa-c" \
+	DROCE_DEVICES="port=net_af_packet0,ip=198.18.0.2,lcore=app$cdev" \
+		timeout -k 2 "$left" ip netns exec "$NS" "$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		fail "$label: exit codes client $crc, server $src"
+		tail -n 5 "$CLI" "$SRV" | sed 's/^/    /'
+		return 1
+	fi
+	return 0
+}
+
+# check <label> <msgs>: the client's counts and data checks
+check() {
+	local v
+	v=$(kv "$CLI" run_msgs)
+	[ "$v" = "$2" ] || fail "$1: client completed ${v:-?} messages, want $2"
+	v=$(kv "$CLI" errors)
+	[ "$v" = 0 ] || fail "$1: client errors=${v:-?}"
+	grep '^ check: ' "$CLI" | grep -qv ' OK$' &&
+		fail "$1: $(grep '^ check: ' "$CLI" | head -2)"
+	v=$(kv "$CLI" c_tx_pkts)
+	[ -n "$v" ] && [ "$v" -ge "$2" ] ||
+		fail "$1: client sent ${v:-?} frames, want at least $2"
+}
+
+N=20000
+before=$(ip_in)
+if run own-macs ",mac=$MAC_S" ",mac=$MAC_C" write_bw -s 64 -n $N --check; then
+	check own-macs $N
+	after=$(ip_in)
+	# (a few stray frames at most: none of droce's N)
+	[ $((after - before)) -lt 100 ] ||
+		fail "own-macs: the kernel's IP stack took $((after - before)) packets, want none of the $N WRITEs"
+fi
+before=$(ip_in)
+if run interface-macs "" "" write_bw -s 64 -n $N --check; then
+	check interface-macs $N
+	after=$(ip_in)
+	[ $((after - before)) -ge $N ] ||
+		fail "interface-macs: the kernel's IP stack took $((after - before)) packets, want at least the $N WRITEs"
+fi
+
+finish "$RUNS runs"
