@@ -32,9 +32,11 @@
 #             (requester and responder), beside the raw sender's and
 #             receiver's
 #   kernel    two processes as remote, over DPDK's net_af_packet on a veth
-#             pair (root only; skipped without): WRITE 64 B (perftest's
-#             defaults and -t 512 --no_lock), SEND and READ 64 B, WRITE
-#             64 KiB, write_lat, beside droce-ceiling over the same pair
+#             pair (root only; skipped without), droce's ports on MACs of
+#             their own (mac=): WRITE 64 B (perftest's defaults, also with
+#             the interfaces' MACs, and -t 512 --no_lock), SEND and READ
+#             64 B, WRITE 64 KiB, write_lat, beside droce-ceiling over the
+#             same pair
 #   cycles    TSC cycles per message and per frame with the engine driven
 #             by the one thread (--engine=app --cycles), SEND/WRITE/READ
 #   callgrind instructions per message/frame (valgrind --tool=callgrind,
@@ -71,7 +73,7 @@ while [ $# -gt 0 ]; do
 	--sizes) SIZES=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '3,45p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
