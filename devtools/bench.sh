@@ -73,7 +73,7 @@ while [ $# -gt 0 ]; do
 	--sizes) SIZES=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h|--help) sed -n '3,47p' "$0"; exit 0 ;;
+	-h|--help) awk 'NR >= 3 && !/^#/ { exit } NR >= 3' "$0"; exit 0 ;;
 	*) echo "unknown option $1" >&2; exit 2 ;;
 	esac
 done
