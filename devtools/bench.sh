@@ -31,12 +31,13 @@
 #             with --cycles: each side's cycles a frame sent and received
 #             (requester and responder), beside the raw sender's and
 #             receiver's
-#   kernel    two processes as remote, over DPDK's net_af_packet on a veth
-#             pair (root only; skipped without), droce's ports on MACs of
-#             their own (mac=): WRITE 64 B (perftest's defaults, also with
-#             the interfaces' MACs, and -t 512 --no_lock), SEND and READ
-#             64 B, WRITE 64 KiB, write_lat, beside droce-ceiling over the
-#             same pair
+#   kernel    two processes as remote, over DPDK's net_af_packet and then
+#             net_af_xdp on a veth pair (root only; skipped without),
+#             droce's ports on MACs of their own (mac=): WRITE 64 B
+#             (perftest's defaults, over af_packet also with the
+#             interfaces' MACs, and -t 512 --no_lock), SEND and READ 64 B,
+#             WRITE 64 KiB, write_lat, beside droce-ceiling over the same
+#             pair
 #   cycles    TSC cycles per message and per frame with the engine driven
 #             by the one thread (--engine=app --cycles), SEND/WRITE/READ
 #   callgrind instructions per message/frame (valgrind --tool=callgrind,
@@ -360,13 +361,98 @@ if has remote; then
 fi
 
 # --------------------------------------------------------------- kernel
+# kernel_link <af_packet|af_xdp>: the kernel section's tables for one PMD
+# over the veth pair $KLINK / drbk-b$$
+kernel_link() {
+	local kind=$1 mtu room vdx
+	if [ "$kind" = af_packet ]; then
+		# path MTU 4096: af_packet frames of 4352 bytes, 16 a
+		# 69632-byte block (as test/interop/lib.sh's), port_mtu= says
+		# so to droce; the ceiling's mbufs need room for them
+		mtu=4096; room="--room 4352"; vdx=",framesz=4352,blocksz=69632"
+		PAIR_DEVARGS="mtu=4096,port_mtu=4288"
+	else
+		# af_xdp's frames are its UMEM's 2 KiB chunks: path MTU 1024
+		mtu=1024; room=""; vdx=""
+		PAIR_DEVARGS="mtu=1024"
+	fi
+	LINK_PORT=net_${kind}0
+	LINK_VDEV_S="net_${kind}0,iface=$KLINK$vdx"
+	LINK_VDEV_C="net_${kind}0,iface=drbk-b$$$vdx"
+	# droce's ports get MACs of their own (locally administered), as the
+	# raw pair's frames have: over af_packet, frames to the interface's
+	# own MAC are the kernel's too, and its IP stack looks each up (a
+	# route miss, an ICMP error) on the sender's core: 0.60-0.63 of the
+	# raw rate instead of 0.78-0.83 (forty-sixth round); the row marked so
+	# shows it (af_xdp's program takes every frame before the IP stack)
+	LINK_DEVARGS_S=mac=02:00:c6:12:00:11
+	LINK_DEVARGS_C=mac=02:00:c6:12:00:12
+	export LINK_PORT LINK_VDEV_S LINK_VDEV_C LINK_DEVARGS_S LINK_DEVARGS_C
+	echo "### net_$kind, path MTU $mtu"
+	echo
+	echo "| test | size | droce msg/s | droce MB/s | raw pps $kind (frame) | pkt ratio |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	kernel_row() {
+		local t=$1 size=$2 frame ppm c d rate pps
+		shift 2
+		frame=$(frame_of "${t%_bw}" "$size" $mtu)
+		ppm=$(pkts_of "$size" $mtu)
+		R=(); B=(); P=(); C=()
+		for _ in $(seq "$REPS"); do
+			# shellcheck disable=SC2086
+			c=$(ceil_pair rx tx -f "$frame" -D "$WIN" $room)
+			d=$(pair "$t" -s "$size" -D "$WIN" "$@")
+			printf '%s\n' "$c" "$d" >>"$WORK/kernel.lines"
+			rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
+			[ -n "$rate" ] || continue
+			R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
+			[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
+		done
+		echo "| $t${*:+ $*}${K_NOTE:-} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) |"
+	}
+	kernel_row write_bw 64
+	if [ "$kind" = af_packet ]; then
+		LINK_DEVARGS_S= LINK_DEVARGS_C= K_NOTE=" (the interfaces' MACs)" \
+			kernel_row write_bw 64
+	fi
+	kernel_row write_bw 64 -t 512 --no_lock
+	kernel_row send_bw 64
+	kernel_row read_bw 64
+	kernel_row write_bw 65536
+	echo
+	echo "| test | droce RTT median us | raw $kind ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	frame=$(frame_of write 8 $mtu)
+	D=(); C=(); RR=(); CA=(); RA=()
+	for _ in $(seq "$REPS"); do
+		# shellcheck disable=SC2086
+		c=$(ceil_pair pong ping -f "$frame" -n 5000 -D 30 $room)
+		# shellcheck disable=SC2086
+		ca=$(ceil_pair pong ping -f "$frame" --ack 62 -n 5000 -D 30 $room)
+		d=$(pair write_lat -s 8 -n 5000)
+		printf '%s\n' "$c" "$ca" "$d" >>"$WORK/kernel.lines"
+		rtt=$(kvget "$d" rtt_median)
+		if [ -z "$rtt" ] || [ -z "$(kvget "$c" rtt_median)" ]; then
+			continue
+		fi
+		D+=("$rtt"); C+=("$(kvget "$c" rtt_median)")
+		RR+=("$(div "$rtt" "$(kvget "$c" rtt_median)" 2)")
+		if [ -n "$(kvget "$ca" rtt_median)" ]; then
+			CA+=("$(kvget "$ca" rtt_median)")
+			RA+=("$(div "$rtt" "$(kvget "$ca" rtt_median)" 2)")
+		fi
+	done
+	echo "| write_lat | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 2) | $(fmt "$(median "${CA[@]}")" 3) | $(fmt "$(median "${RA[@]}")" 2) |"
+	echo
+	unset LINK_PORT LINK_VDEV_S LINK_VDEV_C LINK_DEVARGS_S LINK_DEVARGS_C
+}
+
 if has kernel; then
-	section "Two processes over a kernel link: DPDK net_af_packet on a veth pair, app-driven engines"
+	section "Two processes over a kernel link: DPDK net_af_packet and net_af_xdp on a veth pair, app-driven engines"
 	# What a machine without an RDMA NIC or a shared-memory peer has: the
 	# kernel's packet sockets (TPACKET rings, a system call a transmit
-	# burst). The same processes and options as the remote section's,
-	# the raw ceiling over the same pair; path MTU 4096 (af_packet frames
-	# of 4352 bytes, 16 a 69632-byte block, as test/interop/lib.sh's).
+	# burst) or an XDP socket. The same processes and options as the
+	# remote section's, the raw ceiling over the same pair.
 	KLINK=drbk-a$$
 	if ! ip link add "$KLINK" type veth peer name "drbk-b$$" 2>/dev/null; then
 		KLINK=
@@ -378,70 +464,13 @@ if has kernel; then
 			ip link set "$l" mtu 9000 up
 		done
 		K_SAVED=${PAIR_DEVARGS:-}
-		# droce's ports get MACs of their own (locally administered),
-		# as the raw pair's frames have: frames to the interface's own
-		# MAC are the kernel's too, and its IP stack looks each up (a
-		# route miss, an ICMP error) on the sender's core: 0.60-0.63
-		# of the raw rate instead of 0.78-0.83 (forty-sixth round);
-		# the row marked so shows it
-		LINK_DEVARGS_S=mac=02:00:c6:12:00:11
-		LINK_DEVARGS_C=mac=02:00:c6:12:00:12
-		LINK_PORT=net_af_packet0
-		LINK_VDEV_S="net_af_packet0,iface=$KLINK,framesz=4352,blocksz=69632"
-		LINK_VDEV_C="net_af_packet0,iface=drbk-b$$,framesz=4352,blocksz=69632"
-		PAIR_DEVARGS="mtu=4096,port_mtu=4288"
-		export LINK_PORT LINK_VDEV_S LINK_VDEV_C LINK_DEVARGS_S LINK_DEVARGS_C
-		echo "| test | size | droce msg/s | droce MB/s | raw pps af_packet (frame) | pkt ratio |"
-		echo "|---|---:|---:|---:|---:|---:|"
-		kernel_row() {
-			local t=$1 size=$2 frame ppm c d rate pps
-			shift 2
-			frame=$(frame_of "${t%_bw}" "$size" 4096)
-			ppm=$(pkts_of "$size" 4096)
-			R=(); B=(); P=(); C=()
-			for _ in $(seq "$REPS"); do
-				c=$(ceil_pair rx tx -f "$frame" -D "$WIN" --room 4352)
-				d=$(pair "$t" -s "$size" -D "$WIN" "$@")
-				printf '%s\n' "$c" "$d" >>"$WORK/kernel.lines"
-				rate=$(kvget "$d" msg_rate); pps=$(kvget "$c" pps)
-				[ -n "$rate" ] || continue
-				R+=("$rate"); B+=("$(kvget "$d" bw_Bps)"); P+=("$pps")
-				[ -n "$pps" ] && C+=("$(div "$(mul "$rate" "$ppm")" "$pps" 4)")
-			done
-			echo "| $t${*:+ $*}${K_NOTE:-} | $size | $(si "$(median "${R[@]}")") | $(fmt "$(div "$(median "${B[@]}")" 1048576 3)" 1) | $(si "$(median "${P[@]}")") ($frame) | $(fmt "$(median "${C[@]}")" 3) |"
-		}
-		kernel_row write_bw 64
-		LINK_DEVARGS_S= LINK_DEVARGS_C= K_NOTE=" (the interfaces' MACs)" \
-			kernel_row write_bw 64
-		kernel_row write_bw 64 -t 512 --no_lock
-		kernel_row send_bw 64
-		kernel_row read_bw 64
-		kernel_row write_bw 65536
-		echo
-		echo "| test | droce RTT median us | raw af_packet ping-pong RTT (frame) | ratio | raw with an ACK ahead each way | ratio to it |"
-		echo "|---|---:|---:|---:|---:|---:|"
-		frame=$(frame_of write 8 4096)
-		D=(); C=(); RR=(); CA=(); RA=()
-		for _ in $(seq "$REPS"); do
-			c=$(ceil_pair pong ping -f "$frame" -n 5000 -D 30 --room 4352)
-			ca=$(ceil_pair pong ping -f "$frame" --ack 62 -n 5000 -D 30 --room 4352)
-			d=$(pair write_lat -s 8 -n 5000)
-			printf '%s\n' "$c" "$ca" "$d" >>"$WORK/kernel.lines"
-			rtt=$(kvget "$d" rtt_median)
-			if [ -z "$rtt" ] || [ -z "$(kvget "$c" rtt_median)" ]; then
-				continue
-			fi
-			D+=("$rtt"); C+=("$(kvget "$c" rtt_median)")
-			RR+=("$(div "$rtt" "$(kvget "$c" rtt_median)" 2)")
-			if [ -n "$(kvget "$ca" rtt_median)" ]; then
-				CA+=("$(kvget "$ca" rtt_median)")
-				RA+=("$(div "$rtt" "$(kvget "$ca" rtt_median)" 2)")
-			fi
+		kernel_link af_packet
+		# af_xdp: the veth's MTU must fit its 2 KiB frames (XDP)
+		for l in "$KLINK" "drbk-b$$"; do
+			ip link set "$l" mtu 3000
 		done
-		echo "| write_lat | $(fmt "$(median "${D[@]}")") | $(fmt "$(median "${C[@]}")" 3) ($frame) | $(fmt "$(median "${RR[@]}")" 2) | $(fmt "$(median "${CA[@]}")" 3) | $(fmt "$(median "${RA[@]}")" 2) |"
-		echo
-		echo "The kernel's work a frame (a system call a transmit burst, the veth's hand-over into the other socket's ring, done on the sending core) sets this link's pace, for droce's ends as for the raw pair's: the ratios say how much of a kernel link droce keeps. droce's ports have MACs of their own (mac=), as the raw pair's frames do; with the interfaces' MACs (the row so marked) the kernel's IP stack also takes every frame on the sending core. The issue's targets are judged on the memif pair, the link whose own cost a frame is least; these are for deployments without shared memory between the ends. (load at end: $(load))"
-		unset LINK_PORT LINK_VDEV_S LINK_VDEV_C LINK_DEVARGS_S LINK_DEVARGS_C
+		kernel_link af_xdp
+		echo "The kernel's work a frame (a system call a transmit burst; the veth's hand-over into the other socket's ring, or to the other side's XDP program, done on the sending core) sets these links' pace, for droce's ends as for the raw pair's: the ratios say how much of a kernel link droce keeps. droce's ports have MACs of their own (mac=), as the raw pair's frames do; over af_packet with the interfaces' MACs (the row so marked) the kernel's IP stack also takes every frame on the sending core. The issue's targets are judged on the memif pair, the link whose own cost a frame is least; these are for deployments without shared memory between the ends. (load at end: $(load))"
 		PAIR_DEVARGS=$K_SAVED
 		ip link del "$KLINK" 2>/dev/null
 		KLINK=
