@@ -69,12 +69,8 @@ run() {
 	RUNS=$((RUNS + 1))
 	SRV=$WORK/$RUNS.server
 	CLI=$WORK/$RUNS.client
-	left=$((BUDGET - (SECONDS - START)))
-	if [ $left -lt 10 ]; then
-		fail "$label: out of time budget (${BUDGET}s)"
-		return 1
-	fi
-	[ $left -gt 30 ] && left=30
+	budget_left "$label" 10 30 || return 1
+	left=$LEFT
 	port=$(nsx bash -c ". '$(dirname "$0")/../common/test_lib.sh'; free_port") ||
 		{ fail "$label: no free TCP port"; return 1; }
 	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}s$RUNS --vdev=net_${KIND}0,iface=dpa-s" \

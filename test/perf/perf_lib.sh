@@ -19,6 +19,9 @@
 #   interrupt_after_rows <pid> <file> <regex> <n> <label>: SIGINT to pid
 #       once file has n lines matching regex (15 s at most), then up to
 #       10 s for it to end (else fail and SIGKILL); pid is not reaped
+#   budget_left <label> <least> <most>: LEFT, the seconds a process of
+#       the next run may take (what BUDGET has left, at most <most>);
+#       fails and returns 1 when fewer than <least> are left
 #   finish <what was run>: the summary line and the exit code
 
 set -u
@@ -88,6 +91,16 @@ interrupt_after_rows() {
 		fail "$label: still running 10 s after SIGINT"
 		kill -9 "$pid" 2>/dev/null
 	fi
+}
+
+budget_left() {
+	LEFT=$((BUDGET - (SECONDS - START)))
+	if [ "$LEFT" -lt "$2" ]; then
+		fail "$1: out of time budget (${BUDGET}s)"
+		return 1
+	fi
+	[ "$LEFT" -gt "$3" ] && LEFT=$3
+	return 0
 }
 
 finish() {

@@ -59,12 +59,8 @@ pair_server() {
 	RUNS=$((RUNS + 1))
 	SRV=$WORK/$RUNS.server
 	CLI=$WORK/$RUNS.client
-	left=$((BUDGET - (SECONDS - START)))
-	if [ $left -lt 10 ]; then
-		fail "$label: out of time budget (${BUDGET}s)"
-		return 1
-	fi
-	[ $left -gt 30 ] && left=30
+	budget_left "$label" 10 30 || return 1
+	left=$LEFT
 	sock=$WORK/memif.$RUNS.sock
 	port=$(free_port) || { fail "$label: no free TCP port"; return 1; }
 	DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}s$RUNS --vdev=net_memif0,role=server,socket=$sock$MEMIF_X" \

@@ -44,12 +44,8 @@ run() {
 	shift 2
 	RUNS=$((RUNS + 1))
 	out=$WORK/$RUNS.out
-	left=$((BUDGET - (SECONDS - START)))
-	if [ $left -lt 3 ]; then
-		fail "$label: out of time budget (${BUDGET}s)"
-		return 1
-	fi
-	[ $left -gt 20 ] && left=20
+	budget_left "$label" 3 20 || return 1
+	left=$LEFT
 	DROCE_EAL_ARGS="-l $cores $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}r" \
 		timeout -k 2 "$left" "$BIN" "$@" --loopback --kv --check \
 		>"$out" 2>"$out.err"
