@@ -48,6 +48,11 @@ for l in dpa-s dpa-c; do
 	nsx ip link set "$l" up
 done
 
+# ns_listening <port>: a socket in the namespace listens on it
+ns_listening() {
+	nsx bash -c ". '$(dirname "$0")/../common/test_lib.sh'; port_listening $1"
+}
+
 # ip_in: the namespace's Ip InReceives (packets that reached its IP stack)
 ip_in() {
 	nsx awk '$1 == "Ip:" && !h { for (i = 2; i <= NF; i++) if ($i == "InReceives") c = i; h = 1; next }
@@ -64,7 +69,7 @@ kv() {
 # when either exits non-zero.
 KIND=af_packet
 run() {
-	local label=$1 sdev=$2 cdev=$3 spid port left t0 crc src
+	local label=$1 sdev=$2 cdev=$3 spid port left crc src
 	shift 3
 	RUNS=$((RUNS + 1))
 	SRV=$WORK/$RUNS.server
@@ -78,17 +83,7 @@ run() {
 		timeout -k 2 "$left" ip netns exec "$NS" "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
 	spid=$!
 	PIDS="$PIDS $spid"
-	t0=$SECONDS
-	until nsx bash -c ". '$(dirname "$0")/../common/test_lib.sh'; port_listening $port"; do
-		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
-			fail "$label: server never listened"
-			tail -n 5 "$SRV" | sed 's/^/    /'
-			kill $spid 2>/dev/null
-			wait $spid 2>/dev/null
-			return 1
-		fi
-		sleep 0.05
-	done
+	await_listening "$label" $spid "$SRV" ns_listening "$port" || return 1
 	DROCE_EAL_ARGS="-l 1 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}c$RUNS --vdev=net_${KIND}0,iface=dpa-c" \
 	DROCE_DEVICES="port=net_${KIND}0,ip=198.18.0.2,lcore=app$cdev" \
 		timeout -k 2 "$left" ip netns exec "$NS" "$BIN" "$@" -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1

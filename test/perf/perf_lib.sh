@@ -19,6 +19,10 @@
 #   interrupt_after_rows <pid> <file> <regex> <n> <label>: SIGINT to pid
 #       once file has n lines matching regex (15 s at most), then up to
 #       10 s for it to end (else fail and SIGKILL); pid is not reaped
+#   await_listening <label> <pid> <log> <command...>: waits until the
+#       command (a listening check) succeeds; fails, shows the log's
+#       tail, kills and reaps pid and returns 1 if pid exits first or 20 s
+#       pass
 #   budget_left <label> <least> <most>: LEFT, the seconds a process of
 #       the next run may take (what BUDGET has left, at most <most>);
 #       fails and returns 1 when fewer than <least> are left
@@ -91,6 +95,21 @@ interrupt_after_rows() {
 		fail "$label: still running 10 s after SIGINT"
 		kill -9 "$pid" 2>/dev/null
 	fi
+}
+
+await_listening() {
+	local label=$1 pid=$2 log=$3 t0=$SECONDS
+	shift 3
+	until "$@"; do
+		if ! kill -0 "$pid" 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
+			fail "$label: server never listened"
+			tail -n 5 "$log" | sed 's/^/    /'
+			kill "$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return 1
+		fi
+		sleep 0.05
+	done
 }
 
 budget_left() {

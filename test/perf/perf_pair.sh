@@ -54,7 +54,7 @@ pair_end() {
 MEMIF_X=
 DEV_X=
 pair_server() {
-	local label=$1 t0
+	local label=$1
 	shift
 	RUNS=$((RUNS + 1))
 	SRV=$WORK/$RUNS.server
@@ -68,17 +68,7 @@ pair_server() {
 		timeout -k 2 "$left" "$BIN" "$@" -p "$port" --kv >"$SRV" 2>&1 &
 	spid=$!
 	PIDS="$PIDS $spid"
-	t0=$SECONDS
-	until port_listening "$port"; do
-		if ! kill -0 $spid 2>/dev/null || [ $((SECONDS - t0)) -gt 20 ]; then
-			fail "$label: server never listened"
-			tail -n 5 "$SRV" | sed 's/^/    /'
-			kill $spid 2>/dev/null
-			wait $spid 2>/dev/null
-			return 1
-		fi
-		sleep 0.05
-	done
+	await_listening "$label" $spid "$SRV" port_listening "$port"
 }
 
 # CLIENT_EAL, CLIENT_DEV: the client's environment (core 1)
