@@ -162,7 +162,8 @@ stalls_line() {
 # ceil_pair; PAIR_DEVARGS: more droce device arguments. LINK_VDEV_S,
 # LINK_VDEV_C and LINK_PORT, when set, replace the memif pair (both here
 # and in ceil_pair): the server's and the client's --vdev, and its port
-# name (bench's kernel section: net_af_packet on a veth pair);
+# name (bench's kernel section: net_af_packet or net_af_xdp on a veth
+# pair);
 # LINK_DEVARGS_S and LINK_DEVARGS_C: more droce device arguments for one
 # end only (its own mac=).
 pair() {
