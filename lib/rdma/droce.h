@@ -111,6 +111,10 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b);
  *   DROCE_DEVICES    ';'-separated list of "port=<ethdev name>,<devargs>";
  *                    when unset, the embedded default ring pair above.
  * Returns 0 or a negative errno. Safe to call more than once.
+ * At the process's exit (an atexit handler) the engines stop and the ports
+ * over kernel interfaces (net_af_xdp, net_af_packet) close, so that their
+ * XDP program and promiscuous mode do not outlive it; nothing else is torn
+ * down.
  */
 int droce_env_init(void);
 

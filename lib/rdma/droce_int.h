@@ -675,6 +675,9 @@ struct droce_dev {
 	uint32_t ctx_refcnt;
 	struct ibv_context *ctxs[DROCE_MAX_CTX];	/* open contexts (async events) */
 	bool link_up;			/* engine: last link state seen */
+	bool promisc_ours;		/* droce turned promiscuous rx on */
+	bool port_kernel;		/* a kernel interface's: closed at exit */
+	bool port_closed;		/* closed so (droce_exit_release) */
 	uint64_t link_check_tsc;
 
 	/* object tables (control path writes under the device lock) */
@@ -748,6 +751,11 @@ struct droce_drv_ops {
 	void (*qp_rate_changed)(struct droce_qp *qp);
 	/* The eng_* counters of the engine serving the device. */
 	void (*eng_stats)(const struct droce_dev *dev, struct droce_dev_stats *st);
+	/* At exit: stop every engine and keeper for good, then close those of
+	 * these devices' ports that would leave state in the kernel behind
+	 * (port_kernel). Nothing is freed: the program's threads may still
+	 * post and poll. Returns the ports closed. */
+	uint32_t (*halt)(struct droce_dev **devs, uint32_t nb_devs);
 };
 
 extern const struct droce_drv_ops *droce_drv;
@@ -969,6 +977,12 @@ static inline uint8_t *droce_sq_slot(const struct droce_qp *qp, uint32_t idx)
 }
 
 int droce_parse_devargs(const char *str, struct droce_devargs *a);
+/*
+ * At exit: every engine halted and the ports over kernel interfaces
+ * closed (drv->halt); returns how many were. Memory is left to the
+ * process's end.
+ */
+uint32_t droce_exit_release(void);
 /* A device's counters as droce_dev_stats_get() gives them. */
 void droce_dev_stats_read(const struct droce_dev *dev, struct droce_dev_stats *st);
 uint32_t droce_key_alloc(struct droce_dev *dev);

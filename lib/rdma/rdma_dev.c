@@ -374,6 +374,17 @@ int droce_cleanup(void)
 	return 0;
 }
 
+uint32_t droce_exit_release(void)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&droce_reg_lock);
+	if (droce_nb_devs > 0 && droce_drv != NULL && droce_drv->halt != NULL)
+		n = droce_drv->halt(droce_devs, droce_nb_devs);
+	pthread_mutex_unlock(&droce_reg_lock);
+	return n;
+}
+
 int droce_poll(struct ibv_context *ctx)
 {
 	if (ctx == NULL)

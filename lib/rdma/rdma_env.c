@@ -4,6 +4,7 @@
  * ibv_get_device_list() does it for them, from the environment.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_done;
 static int env_ret;
+static bool env_eal_ours;	/* rte_eal_init was ours (eal_from_env) */
+static pid_t env_pid;		/* the process that set up (env_exit) */
 
 /* Append the words of s to argv[*argc..), copying them into buf at *used. */
 static int add_words(const char *s, char **argv, int *argc, int max,
@@ -88,6 +91,7 @@ static int eal_from_env(void)
 		return argc;
 	}
 	ret = rte_eal_init(argc, argv);
+	env_eal_ours = ret >= 0;
 	if (ret < 0 && rte_errno != EALREADY) {
 		const char *env = getenv("DROCE_EAL_ARGS");
 
@@ -138,6 +142,39 @@ static int devices_from_env(void)
 	return ret;
 }
 
+/*
+ * A program that let droce set up from the environment (a verbs program
+ * that never heard of DPDK) does not tear down, and need not: its memory,
+ * files and sockets go with the process. What does not is kernel state
+ * that a port over a kernel interface set: net_af_xdp's XDP program stays
+ * attached, the interface promiscuous. So at exit the engines stop (other
+ * threads may still be in verbs calls) and those ports close; nothing
+ * else. A full teardown there (droce_cleanup, rte_eal_cleanup) raced the
+ * PMDs' own threads: DPDK 22.11's memif crashed one process in ~15 when
+ * its peer's disconnect reached the interrupt thread during the close.
+ * An atexit handler, registered by the first ibv_get_device_list() before
+ * the EAL starts: it runs before the program's own handlers registered
+ * earlier (their verbs calls find the engines halted, a droce_cleanup()
+ * still works), after the EAL's (telemetry's socket is gone: the runtime
+ * directory can go), and before any library's destructor.
+ */
+static void env_exit(void)
+{
+	char rundir[PATH_MAX];
+
+	/* (a forked child inherits the handler, not the engines or ports) */
+	if (getpid() != env_pid || droce_nb_devs == 0)
+		return;
+	DROCE_LOG(INFO, "exit: engines stopped, %u kernel port(s) closed",
+		  droce_exit_release());
+	if (!env_eal_ours)
+		return;
+	/* (left empty by --in-memory and --no-shconf, else kept) */
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
+	if (rundir[0] != '\0')
+		(void)rmdir(rundir);
+}
+
 int droce_env_init(void)
 {
 	pthread_mutex_lock(&env_lock);
@@ -146,6 +183,10 @@ int droce_env_init(void)
 		return env_done ? env_ret : 0;
 	}
 	env_done = true;
+	/* (before the EAL's own: see env_exit) */
+	env_pid = getpid();
+	if (atexit(env_exit) != 0)
+		DROCE_LOG(WARNING, "no exit handler: ports over kernel interfaces stay open at exit");
 	/* An EAL the application started itself already has lcores. */
 	if (rte_lcore_count() == 0)
 		env_ret = eal_from_env();

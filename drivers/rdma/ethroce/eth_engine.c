@@ -843,6 +843,10 @@ static int app_turn(struct droce_dev *dev, bool rx, uint32_t spin)
 	eng->last_drive_tsc = stamp;
 	if (!rte_spinlock_trylock(&eng->app_lock))
 		return 0;
+	if (unlikely(eng->halted)) {
+		rte_spinlock_unlock(&eng->app_lock);
+		return 0;
+	}
 	if (unlikely(eng->fast_poster != self_id()) && eng->fast_ok)
 		eth_fast_take(eng, self_id());
 	n = engine_turn(eng, rx, spin, stamp);
@@ -1127,6 +1131,26 @@ out:
 	return ret;
 }
 
+/* The engine's lcore, or its keeper, back from its loop (eng_lock held). */
+static void engine_stop(struct droce_engine *eng)
+{
+	if (eng->launched) {
+		__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
+		engine_wake(eng);	/* not a whole idle_us later */
+		rte_eal_wait_lcore((unsigned)eng->lcore);
+		eng->launched = false;
+	}
+	if (eng->keeper_running) {
+		__atomic_store_n(&eng->keeper_stop, true, __ATOMIC_SEQ_CST);
+		/* (not an 8 ms sleep out: keeper_sleep's futex) */
+		if (__atomic_exchange_n(&eng->keeper_asleep, 0, __ATOMIC_SEQ_CST))
+			(void)syscall(SYS_futex, &eng->keeper_asleep,
+				      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		pthread_join(eng->keeper, NULL);
+		eng->keeper_running = false;
+	}
+}
+
 struct detach_job {
 	struct droce_engine *eng;
 	struct droce_dev *dev;
@@ -1158,21 +1182,7 @@ void eth_engine_detach(struct droce_dev *dev)
 	rte_free(eng->tcells[dev->index]);
 	eng->tcells[dev->index] = NULL;
 	if (eng->nb_devs == 0) {
-		if (eng->launched) {
-			__atomic_store_n(&eng->stop, true, __ATOMIC_RELEASE);
-			engine_wake(eng);	/* not a whole idle_us later */
-			rte_eal_wait_lcore((unsigned)eng->lcore);
-			eng->launched = false;
-		}
-		if (eng->keeper_running) {
-			__atomic_store_n(&eng->keeper_stop, true, __ATOMIC_SEQ_CST);
-			/* (not an 8 ms sleep out: keeper_sleep's futex) */
-			if (__atomic_exchange_n(&eng->keeper_asleep, 0, __ATOMIC_SEQ_CST))
-				(void)syscall(SYS_futex, &eng->keeper_asleep,
-					      FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-			pthread_join(eng->keeper, NULL);
-			eng->keeper_running = false;
-		}
+		engine_stop(eng);
 		if (eng->lcore >= 0)
 			engines[eng->lcore] = NULL;
 		else
@@ -1182,6 +1192,39 @@ void eth_engine_detach(struct droce_dev *dev)
 	}
 	dev->eng = NULL;
 	pthread_mutex_unlock(&eng_lock);
+}
+
+/*
+ * At exit (droce_exit_release, from lib/rdma/rdma_env.c's handler): the
+ * engines stop for good, then the ports over kernel interfaces close, so
+ * that net_af_xdp's XDP program and promiscuous mode do not outlive the
+ * process. Nothing is freed: the program's other threads may still be in
+ * verbs calls until the process is gone. Their posts ring doorbells no
+ * engine reads, their polls find the engine halted, and a control call
+ * runs in the calling thread (eth_exec: not launched).
+ */
+static uint32_t eth_halt(struct droce_dev **devs, uint32_t nb_devs)
+{
+	uint32_t closed = 0;
+
+	pthread_mutex_lock(&eng_lock);
+	for (unsigned int l = 0; l < RTE_MAX_LCORE; l++)
+		if (engines[l] != NULL)
+			engine_stop(engines[l]);
+	if (app_engine != NULL) {
+		engine_stop(app_engine);
+		/* (a turn under way finishes first) */
+		rte_spinlock_lock(&app_engine->app_lock);
+		app_engine->halted = true;
+		rte_spinlock_unlock(&app_engine->app_lock);
+	}
+	pthread_mutex_unlock(&eng_lock);
+	for (uint32_t i = 0; i < nb_devs; i++)
+		if (devs[i]->port_kernel && !devs[i]->port_closed) {
+			eth_port_release(devs[i]);
+			closed++;
+		}
+	return closed;
 }
 
 /* ------------------------------------------------------------- ops */
@@ -1279,6 +1322,7 @@ static const struct droce_drv_ops eth_ops = {
 	.post_turn = eth_post_turn,
 	.qp_state_changed = eth_qp_state_changed,
 	.qp_rate_changed = eth_pace_changed,
+	.halt = eth_halt,
 };
 
 RTE_INIT(eth_register)

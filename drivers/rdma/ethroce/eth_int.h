@@ -152,6 +152,9 @@ struct droce_engine {
 	volatile uint32_t exec_req;
 	volatile uint32_t exec_done;
 	rte_spinlock_t app_lock;	/* app engine: one driving thread */
+	/* Stopped for good at exit (eth_halt): no turn runs any more, from
+	 * any thread. Set under app_lock. */
+	bool halted;
 	/*
 	 * App engine: the thread (pthread_self(), as an integer; 0: none)
 	 * whose posts skip the doorbell's locked exchange while one is
@@ -242,6 +245,9 @@ int eth_port_setup(struct droce_dev *dev);
 /* served: the device was attached to an engine (its frames may be in
  * others' hands: its pool is kept until the last device closes) */
 void eth_port_close(struct droce_dev *dev, bool served);
+/* Only the ethdev side of that (impairer, promiscuous rx, stop, close):
+ * the kernel's interface is as droce found it. Once; memory stays. */
+void eth_port_release(struct droce_dev *dev);
 void eth_port_check(struct droce_dev *dev, uint64_t now);
 
 /* eth_tx.c */

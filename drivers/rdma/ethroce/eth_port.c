@@ -127,6 +127,12 @@ int eth_port_setup(struct droce_dev *dev)
 	ret = rte_eth_dev_info_get(port, &info);
 	if (ret)
 		return ret;
+	/* Ports whose state in the kernel outlives the process unless they
+	 * close: net_af_xdp's XDP program, and both PMDs' promiscuous mode
+	 * (the interface's IFF_PROMISC). droce_exit_release closes them. */
+	dev->port_kernel = info.driver_name != NULL &&
+			   (strcmp(info.driver_name, "net_af_xdp") == 0 ||
+			    strcmp(info.driver_name, "net_af_packet") == 0);
 	/* The largest path MTU whose frames the port takes (its MTU, and its
 	 * frame limit: memif, for one, carries 1518-byte frames at most). */
 	{
@@ -265,8 +271,11 @@ int eth_port_setup(struct droce_dev *dev)
 		dev->mac.addr_bytes[1] = 0x00;
 		memcpy(&dev->mac.addr_bytes[2], &dev->args.ip, 4);
 	}
-	/* A MAC the port does not know needs promiscuous rx; harmless else. */
-	rte_eth_promiscuous_enable(port);
+	/* A MAC the port does not know needs promiscuous rx; harmless else.
+	 * Off again at close when droce turned it on: over net_af_packet and
+	 * net_af_xdp it is the kernel interface's flag, and outlives us. */
+	dev->promisc_ours = rte_eth_promiscuous_get(port) == 0 &&
+			    rte_eth_promiscuous_enable(port) == 0;
 	{
 		struct rte_eth_link link;
 
@@ -280,6 +289,8 @@ int eth_port_setup(struct droce_dev *dev)
 			DROCE_LOG(ERR, "port %u: impair \"%s\": %s", port,
 				  dev->args.impair, rte_strerror(rte_errno));
 			ret = -EINVAL;
+			if (dev->promisc_ours)
+				rte_eth_promiscuous_disable(port);
 			rte_eth_dev_stop(port);
 			goto fail;
 		}
@@ -298,13 +309,34 @@ fail:
 	return ret;
 }
 
-void eth_port_close(struct droce_dev *dev, bool served)
+/* The port quiet: no impairer, promiscuous rx as droce found it, stopped. */
+static void port_stop(struct droce_dev *dev)
 {
 	if (dev->impair) {
 		droce_impair_detach(dev->impair);
 		dev->impair = NULL;
 	}
+	if (dev->promisc_ours)
+		rte_eth_promiscuous_disable(dev->port_id);
+	dev->promisc_ours = false;
 	rte_eth_dev_stop(dev->port_id);
+}
+
+void eth_port_release(struct droce_dev *dev)
+{
+	if (dev->port_closed)
+		return;
+	port_stop(dev);
+	rte_eth_dev_close(dev->port_id);
+	dev->port_closed = true;
+}
+
+void eth_port_close(struct droce_dev *dev, bool served)
+{
+	bool closed = dev->port_closed;
+
+	if (!closed)
+		port_stop(dev);
 	rte_pktmbuf_free_bulk(dev->txq, dev->txq_len);
 	dev->txq_len = 0;
 	dev->icrc_n = 0;
@@ -314,7 +346,8 @@ void eth_port_close(struct droce_dev *dev, bool served)
 	dev->mstash_n = 0;
 	rte_free(dev->loopq);
 	dev->loopq = NULL;
-	rte_eth_dev_close(dev->port_id);
+	if (!closed)
+		rte_eth_dev_close(dev->port_id);
 	rte_free(dev->txq);
 	dev->txq = NULL;
 	rte_free(dev->icrc_l3);
