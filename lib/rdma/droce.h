@@ -114,7 +114,8 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b);
  * At the process's exit (an atexit handler) the engines stop and the ports
  * over kernel interfaces (net_af_xdp, net_af_packet) close, so that their
  * XDP program and promiscuous mode do not outlive it; nothing else is torn
- * down.
+ * down. With such a port, SIGINT, SIGTERM and SIGHUP left at their default
+ * action are caught to do the same first; the signal then ends the process.
  */
 int droce_env_init(void);
 

@@ -5,10 +5,14 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <rte_common.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lcore.h>
@@ -142,6 +146,21 @@ static int devices_from_env(void)
 	return ret;
 }
 
+/* The engines stopped and the kernel ports closed; `why` for the log. */
+static void env_release(const char *why)
+{
+	char rundir[PATH_MAX];
+
+	DROCE_LOG(INFO, "%s: engines stopped, %u kernel port(s) closed", why,
+		  droce_exit_release());
+	if (!env_eal_ours)
+		return;
+	/* (left empty by --in-memory and --no-shconf, else kept) */
+	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
+	if (rundir[0] != '\0')
+		(void)rmdir(rundir);
+}
+
 /*
  * A program that let droce set up from the environment (a verbs program
  * that never heard of DPDK) does not tear down, and need not: its memory,
@@ -160,19 +179,100 @@ static int devices_from_env(void)
  */
 static void env_exit(void)
 {
-	char rundir[PATH_MAX];
-
 	/* (a forked child inherits the handler, not the engines or ports) */
 	if (getpid() != env_pid || droce_nb_devs == 0)
 		return;
-	DROCE_LOG(INFO, "exit: engines stopped, %u kernel port(s) closed",
-		  droce_exit_release());
-	if (!env_eal_ours)
+	env_release("exit");
+}
+
+/*
+ * The signals that end a program by default (Ctrl-C, kill, a closed
+ * terminal) skip atexit handlers. Where droce has a kernel port and the
+ * program left such a signal's disposition at its default, droce catches
+ * it: the handler only wakes a thread of droce's (write() is
+ * async-signal-safe; the release takes locks and calls into the PMD),
+ * which releases as at exit, then puts the default back and raises the
+ * signal again, so that the process still ends by it. The program runs
+ * on meanwhile (SA_RESTART).
+ */
+static const int env_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static int sig_fd = -1;			/* eventfd: handler -> sig_watch */
+static volatile sig_atomic_t sig_caught;
+
+static void sig_handler(int sig)
+{
+	int saved = errno;
+	uint64_t one = 1;
+
+	if (getpid() != env_pid) {	/* a forked child's: not its ports */
+		signal(sig, SIG_DFL);
+		raise(sig);
 		return;
-	/* (left empty by --in-memory and --no-shconf, else kept) */
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	if (rundir[0] != '\0')
-		(void)rmdir(rundir);
+	}
+	if (sig_caught == 0)
+		sig_caught = sig;
+	if (write(sig_fd, &one, sizeof(one)) < 0) {
+		/* (no thread to wake: end as the default would) */
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	errno = saved;
+}
+
+static void *sig_watch(void *arg)
+{
+	char why[24];
+	sigset_t one;
+	uint64_t v;
+	int sig;
+
+	(void)arg;
+	while (read(sig_fd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	sig = sig_caught;
+	snprintf(why, sizeof(why), "SIG%s", sigabbrev_np(sig));
+	env_release(why);
+	signal(sig, SIG_DFL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	raise(sig);
+	return NULL;
+}
+
+static void env_catch_signals(void)
+{
+	struct sigaction sa, old;
+	sigset_t all, prev;
+	pthread_t th;
+	bool any = false;
+
+	for (uint32_t i = 0; i < droce_nb_devs; i++)
+		any |= droce_devs[i]->port_kernel;
+	if (!any)
+		return;
+	sig_fd = eventfd(0, EFD_CLOEXEC);
+	if (sig_fd < 0)
+		return;
+	/* The thread blocks every signal, so that none lands on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &prev);
+	if (pthread_create(&th, NULL, sig_watch, NULL) != 0) {
+		pthread_sigmask(SIG_SETMASK, &prev, NULL);
+		close(sig_fd);
+		sig_fd = -1;
+		return;
+	}
+	pthread_sigmask(SIG_SETMASK, &prev, NULL);
+	pthread_detach(th);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sig_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < RTE_DIM(env_signals); i++)
+		if (sigaction(env_signals[i], NULL, &old) == 0 &&
+		    !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+			(void)sigaction(env_signals[i], &sa, NULL);
 }
 
 int droce_env_init(void)
@@ -192,6 +292,8 @@ int droce_env_init(void)
 		env_ret = eal_from_env();
 	if (env_ret == 0)
 		env_ret = devices_from_env();
+	if (env_ret == 0)
+		env_catch_signals();
 	pthread_mutex_unlock(&env_lock);
 	return env_ret;
 }

@@ -16,8 +16,9 @@
  *   fork    as open, but first a child is forked that exits at once (the
  *           handler it inherits must leave the parent's engine and ports
  *           alone): the parent's WRITEs must still complete after it
- * EXIT_TEARDOWN_HOLD_MS=<ms>: before returning, print "HOLDING" and sleep
- * that long (the script looks at the ports while they are open).
+ * EXIT_TEARDOWN_HOLD_MS=<ms>: before returning, print "HOLDING pid=<pid>"
+ * and sleep that long (the script looks at the ports while they are open,
+ * or ends the program with a signal).
  * Prints "EXIT_TEARDOWN <mode> writes=<n> errors=<n>", then returns 0;
  * exits 1 on a failure found before that.
  */
@@ -167,9 +168,15 @@ int main(int argc, char **argv)
 		}
 	}
 	if (hold != NULL) {
-		printf("HOLDING\n");
+		unsigned long ms = strtoul(hold, NULL, 10);
+		struct timespec ts = { (time_t)(ms / 1000),
+				       (long)(ms % 1000) * 1000000 };
+
+		printf("HOLDING pid=%d\n", (int)getpid());
 		fflush(stdout);
-		usleep((useconds_t)strtoul(hold, NULL, 10) * 1000);
+		/* (the whole time: a signal's handler may cut a sleep short) */
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
 	}
 	if (strcmp(mode, "closed") == 0 || strcmp(mode, "cleanup") == 0) {
 		atomic_store(&stop_posting, true);

@@ -9,12 +9,14 @@
 #    after destroying everything, end with exit code 0, droce's exit line
 #    logged once (none after the program's own droce_cleanup()) and no
 #    EAL runtime directory left; a forked child's exit leaves the parent's
-#    engine and ports running;
+#    engine and ports running; SIGTERM (no kernel port: droce leaves the
+#    signals alone) ends it at once;
 #  - root only, in a network namespace of its own on a veth pair: over
 #    net_af_packet the interfaces are promiscuous while the program runs
 #    and not after; over net_af_xdp its XDP program is attached while the
 #    program runs and gone after (with objects open, after destroying
-#    them, and after the program's own droce_cleanup()).
+#    them, and after the program's own droce_cleanup()); the same when
+#    SIGTERM or SIGHUP ends the program (by that signal).
 #
 # usage: exit_teardown_test.sh <exit_teardown binary>
 # exit: 0 pass, 1 fail
@@ -89,6 +91,42 @@ logged() {
 	}
 }
 
+# await_holding: until the program says HOLDING (at most 15 s); its pid
+# in $HOLD_PID
+await_holding() {
+	local t=0
+	while ! grep -q '^HOLDING' "$OUT" && [ $t -lt 150 ] &&
+	      kill -0 "$PID" 2>/dev/null; do
+		sleep 0.1
+		t=$((t + 1))
+	done
+	HOLD_PID=$(sed -n 's/^HOLDING pid=\([0-9]*\).*/\1/p' "$OUT")
+	[ -n "$HOLD_PID" ]
+}
+
+# signalled <label> <signal>: the holding program sent the signal; it must
+# end by it (the shell's 128 + its number)
+signalled() {
+	local rc want
+	want=$((128 + $(kill -l "$2")))
+	if ! await_holding; then
+		fail "$1: the program never held its ports"
+		tail -n 8 "$OUT" | sed 's/^/    /'
+		return 1
+	fi
+	kill -s "$2" "$HOLD_PID"
+	# (the shell's own line about the signal, to /dev/null)
+	{ wait "$PID"; } 2>/dev/null
+	rc=$?
+	PID=
+	[ $rc -eq $want ] || {
+		fail "$1: exit status $rc after SIG$2, want $want"
+		tail -n 8 "$OUT" | sed 's/^/    /'
+		return 1
+	}
+	return 0
+}
+
 # droce's exit handler: engines stopped, the ports over kernel interfaces
 # closed (none on the ring pair), nothing else done
 EXITED="exit: engines stopped, 0 kernel port(s) closed"
@@ -113,6 +151,10 @@ done_ok ring-cleanup 1000 && logged ring-cleanup "exit: " 0
 go ring-fork fork "-l 0-1 $MEM"
 # (the child's exit logs nothing: its handler leaves the parent's alone)
 done_ok ring-fork 2000 && logged ring-fork "exit: " 1
+# Without a kernel port droce leaves the signals alone: SIGTERM ends the
+# program at once, nothing logged.
+EXIT_TEARDOWN_HOLD_MS=20000 go ring-sigterm open "-l 0-1 $MEM"
+signalled ring-sigterm TERM && logged ring-sigterm "engines stopped" 0
 
 if [ "$(id -u)" -ne 0 ] || ! ip netns add "$NS" 2>/dev/null; then
 	echo "kernel ports part skipped: needs root and network namespaces"
@@ -154,6 +196,14 @@ else
 	VDEVS_P="--vdev=net_af_packet0,iface=et-a --vdev=net_af_packet1,iface=et-b"
 	EXIT_TEARDOWN_HOLD_MS=1500 go af_packet-open open "-l 0-1 $MEM $VDEVS_P" "$DEVS_P"
 	held af_packet-open PROMISC && logged af_packet-open "$EXITED_KERNEL" 1
+	# Ended by SIGTERM: droce's thread releases the ports, then the signal
+	# ends the program.
+	EXIT_TEARDOWN_HOLD_MS=20000 go af_packet-sigterm open "-l 0-1 $MEM $VDEVS_P" "$DEVS_P"
+	if signalled af_packet-sigterm TERM; then
+		logged af_packet-sigterm "SIGTERM: engines stopped, 2 kernel port(s) closed" 1
+		[ "$(flags PROMISC)" = 0 ] ||
+			fail "af_packet-sigterm: $(flags PROMISC) of the 2 interfaces still promiscuous"
+	fi
 
 	DEVS_X=${DEVS_P//af_packet/af_xdp}
 	VDEVS_X=${VDEVS_P//af_packet/af_xdp}
@@ -177,6 +227,13 @@ else
 		# (droce_cleanup's own close: promiscuous mode off too)
 		EXIT_TEARDOWN_HOLD_MS=1500 go af_xdp-cleanup cleanup "-l 0-1 $MEM $VDEVS_X" "$DEVS_X"
 		held af_xdp-cleanup xdp && logged af_xdp-cleanup "exit: " 0
+		# (SIGHUP: a background job of a script ignores SIGINT)
+		EXIT_TEARDOWN_HOLD_MS=20000 go af_xdp-sighup open "-l 0-1 $MEM $VDEVS_X" "$DEVS_X"
+		if signalled af_xdp-sighup HUP; then
+			logged af_xdp-sighup "SIGHUP: engines stopped, 2 kernel port(s) closed" 1
+			[ "$(flags xdp)" = 0 ] ||
+				fail "af_xdp-sighup: $(flags xdp) of the 2 interfaces still have XDP attached"
+		fi
 		for l in et-a et-b; do
 			nsx ip -o link show "$l" | grep -qw PROMISC &&
 				fail "af_xdp: $l still promiscuous"
