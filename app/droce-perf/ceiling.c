@@ -926,12 +926,16 @@ static int mode_stalls(void)
 
 /* Ports closed before the EAL's own clean-up: a memif port left open was
  * torn down there while the EAL's interrupt thread still watched its
- * socket (a SIGSEGV in rte_intr_fd_get at exit, seen under valgrind). */
+ * socket (a SIGSEGV in rte_intr_fd_get at exit, seen under valgrind).
+ * Promiscuous mode off first: over net_af_packet and net_af_xdp it is the
+ * kernel interface's flag, and would outlive the process. */
 static void close_ports(void)
 {
 	uint16_t p;
 
 	RTE_ETH_FOREACH_DEV(p) {
+		if (rte_eth_promiscuous_get(p) == 1)
+			(void)rte_eth_promiscuous_disable(p);
 		(void)rte_eth_dev_stop(p);
 		(void)rte_eth_dev_close(p);
 	}

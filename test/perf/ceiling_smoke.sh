@@ -223,6 +223,10 @@ if ip link add "$KLINK" type veth peer name "dcs$$b" 2>/dev/null; then
 		[ "$(val "$RXO" echoed)" = 1110 ] ||
 			fail "af_packet pong/ping: pong echoed $(val "$RXO" echoed), want 1110"
 	fi
+	# (the ceiling turns the interfaces' promiscuous mode on, and off at
+	# its end)
+	ip -o link show | grep -E " dcs$$[ab]@" | grep -q PROMISC &&
+		fail "af_packet: an interface left promiscuous: $(ip -o link show | grep -E " dcs$$[ab]@" | grep PROMISC)"
 	unset VDEV_S VDEV_C
 	ip link del "$KLINK" 2>/dev/null
 else
