@@ -435,20 +435,23 @@ void dt_init(struct dt_env *env, const char *prog,
 	CHECK(env->list[0] != NULL && env->list[1] != NULL);
 	CHECK(env->list[2] == NULL);	/* NULL-terminated array */
 
-	for (i = 0; i < 2; i++) {
-		struct dt_dev *d = &env->dev[i];
+	for (i = 0; i < 2; i++)
+		dt_dev_open(&env->dev[i], env->list[i]);
+}
 
-		d->dev = env->list[i];
-		d->ctx = ibv_open_device(d->dev);
-		CHECK_PTR(d->ctx);
-		CHECK_OK(ibv_query_device(d->ctx, &d->attr));
-		CHECK_OK(ibv_query_port(d->ctx, 1, &d->port));
-		CHECK_OK(ibv_query_gid(d->ctx, 1, 0, &d->gid[0]));
-		CHECK_OK(ibv_query_gid(d->ctx, 1, 1, &d->gid[1]));
-		d->pd = ibv_alloc_pd(d->ctx);
-		CHECK_PTR(d->pd);
-		d->port_id = droce_dev_port_id(d->ctx);
-	}
+void dt_dev_open(struct dt_dev *d, struct ibv_device *dev)
+{
+	memset(d, 0, sizeof(*d));
+	d->dev = dev;
+	d->ctx = ibv_open_device(d->dev);
+	CHECK_PTR(d->ctx);
+	CHECK_OK(ibv_query_device(d->ctx, &d->attr));
+	CHECK_OK(ibv_query_port(d->ctx, 1, &d->port));
+	CHECK_OK(ibv_query_gid(d->ctx, 1, 0, &d->gid[0]));
+	CHECK_OK(ibv_query_gid(d->ctx, 1, 1, &d->gid[1]));
+	d->pd = ibv_alloc_pd(d->ctx);
+	CHECK_PTR(d->pd);
+	d->port_id = droce_dev_port_id(d->ctx);
 }
 
 void dt_dump_stats(struct dt_env *env)

@@ -191,6 +191,9 @@ struct dt_env {
  */
 void dt_init(struct dt_env *env, const char *prog,
 	     const char *devargs_a, const char *devargs_b);
+/* Open one device as dt_init does: context, device/port/GID queries, a PD,
+ * its ethdev port id. Fatal on failure. */
+void dt_dev_open(struct dt_dev *d, struct ibv_device *dev);
 /* Only the EAL part of dt_init (for tests that build their own ports). */
 void dt_eal_init(const char *prog);
 /* dt_fini calls fn after droce_cleanup(), before rte_eal_cleanup() (to

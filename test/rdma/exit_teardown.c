@@ -96,20 +96,6 @@ static bool await_writes(uint64_t want)
 	return atomic_load(&writes) >= want;
 }
 
-static void open_dev(struct dt_dev *d, struct ibv_device *dev)
-{
-	memset(d, 0, sizeof(*d));
-	d->dev = dev;
-	d->ctx = ibv_open_device(dev);
-	CHECK_PTR(d->ctx);
-	CHECK_OK(ibv_query_port(d->ctx, 1, &d->port));
-	CHECK_OK(ibv_query_gid(d->ctx, 1, 0, &d->gid[0]));
-	CHECK_OK(ibv_query_gid(d->ctx, 1, 1, &d->gid[1]));
-	d->pd = ibv_alloc_pd(d->ctx);
-	CHECK_PTR(d->pd);
-	d->port_id = droce_dev_port_id(d->ctx);
-}
-
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -130,8 +116,8 @@ int main(int argc, char **argv)
 			n, strerror(errno));
 		return 1;
 	}
-	open_dev(&da, list[0]);
-	open_dev(&db, list[1]);
+	dt_dev_open(&da, list[0]);
+	dt_dev_open(&db, list[1]);
 	bufa = dt_alloc(BUF);
 	bufb = dt_alloc(BUF);
 	mra = dt_reg_mr(da.pd, bufa, BUF, IBV_ACCESS_LOCAL_WRITE);

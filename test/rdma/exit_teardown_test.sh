@@ -176,13 +176,7 @@ else
 	# held <label> <what>: while the program holds its ports open both
 	# interfaces show <what>; then it exits well and neither does
 	held() {
-		local t=0
-		while ! grep -q '^HOLDING' "$OUT" && [ $t -lt 150 ] &&
-		      kill -0 "$PID" 2>/dev/null; do
-			sleep 0.1
-			t=$((t + 1))
-		done
-		if grep -q '^HOLDING' "$OUT"; then
+		if await_holding; then
 			[ "$(flags "$2")" = 2 ] ||
 				fail "$1: $(flags "$2") of the 2 interfaces show $2 while the ports are open, want 2"
 		fi
@@ -192,6 +186,15 @@ else
 		nsx ip -o link show | grep -E ' et-[ab]@' | sed 's/^/    /'
 		return 0
 	}
+	# killed <label> <signal> <what>: the holding program ended by the
+	# signal (droce's thread released the ports first), logged so, and
+	# neither interface shows <what>
+	killed() {
+		signalled "$1" "$2" || return 1
+		logged "$1" "SIG$2: engines stopped, 2 kernel port(s) closed" 1
+		[ "$(flags "$3")" = 0 ] ||
+			fail "$1: $(flags "$3") of the 2 interfaces still show $3 after SIG$2"
+	}
 	DEVS_P="port=net_af_packet0,ip=198.18.0.1,mac=$MAC_A;port=net_af_packet1,ip=198.18.0.2,mac=$MAC_B"
 	VDEVS_P="--vdev=net_af_packet0,iface=et-a --vdev=net_af_packet1,iface=et-b"
 	EXIT_TEARDOWN_HOLD_MS=1500 go af_packet-open open "-l 0-1 $MEM $VDEVS_P" "$DEVS_P"
@@ -199,23 +202,13 @@ else
 	# Ended by SIGTERM: droce's thread releases the ports, then the signal
 	# ends the program.
 	EXIT_TEARDOWN_HOLD_MS=20000 go af_packet-sigterm open "-l 0-1 $MEM $VDEVS_P" "$DEVS_P"
-	if signalled af_packet-sigterm TERM; then
-		logged af_packet-sigterm "SIGTERM: engines stopped, 2 kernel port(s) closed" 1
-		[ "$(flags PROMISC)" = 0 ] ||
-			fail "af_packet-sigterm: $(flags PROMISC) of the 2 interfaces still promiscuous"
-	fi
+	killed af_packet-sigterm TERM PROMISC
 
 	DEVS_X=${DEVS_P//af_packet/af_xdp}
 	VDEVS_X=${VDEVS_P//af_packet/af_xdp}
 	EXIT_TEARDOWN_HOLD_MS=1500 go af_xdp-open open "-l 0-1 $MEM $VDEVS_X" "$DEVS_X"
 	# Skipped, and said so, only where the kernel cannot attach the port.
-	wait_attach=0
-	while [ $wait_attach -lt 150 ] && kill -0 "$PID" 2>/dev/null &&
-	      ! grep -q '^HOLDING' "$OUT"; do
-		sleep 0.1
-		wait_attach=$((wait_attach + 1))
-	done
-	if ! grep -q '^HOLDING' "$OUT" &&
+	if ! await_holding &&
 	   grep -qs 'cannot attach the device\|Failed to attach' "$OUT"; then
 		wait "$PID"
 		PID=
@@ -229,11 +222,7 @@ else
 		held af_xdp-cleanup xdp && logged af_xdp-cleanup "exit: " 0
 		# (SIGHUP: a background job of a script ignores SIGINT)
 		EXIT_TEARDOWN_HOLD_MS=20000 go af_xdp-sighup open "-l 0-1 $MEM $VDEVS_X" "$DEVS_X"
-		if signalled af_xdp-sighup HUP; then
-			logged af_xdp-sighup "SIGHUP: engines stopped, 2 kernel port(s) closed" 1
-			[ "$(flags xdp)" = 0 ] ||
-				fail "af_xdp-sighup: $(flags xdp) of the 2 interfaces still have XDP attached"
-		fi
+		killed af_xdp-sighup HUP xdp
 		for l in et-a et-b; do
 			nsx ip -o link show "$l" | grep -qw PROMISC &&
 				fail "af_xdp: $l still promiscuous"
