@@ -5,9 +5,11 @@
  * simplest object (PD).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include <rte_cycles.h>
@@ -224,6 +226,21 @@ static void make_gids(struct droce_dev *dev)
 	memcpy(&g1[12], &dev->args.ip, 4);
 }
 
+/*
+ * The EAL's runtime directory (/run/dpdk/<prefix>), removed when the
+ * library is unloaded at the process's end if it is empty by then, as
+ * --in-memory and --no-shconf leave it (rte_eal_cleanup() does not remove
+ * it, and telemetry's socket in it goes only in an atexit handler of its
+ * own, before any library's destructor). Noted while the EAL runs.
+ */
+static char eal_rundir[PATH_MAX];
+
+RTE_FINI(droce_rundir_fini)
+{
+	if (eal_rundir[0] != '\0')
+		(void)rmdir(eal_rundir);
+}
+
 int droce_dev_create(uint16_t port_id, const char *devargs)
 {
 	struct droce_dev *dev;
@@ -233,6 +250,9 @@ int droce_dev_create(uint16_t port_id, const char *devargs)
 		return -ENODEV;
 	if (!rte_eth_dev_is_valid_port(port_id))
 		return -ENODEV;
+	if (eal_rundir[0] == '\0')
+		snprintf(eal_rundir, sizeof(eal_rundir), "%s",
+			 rte_eal_get_runtime_dir());
 	dev = rte_zmalloc_socket("droce_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE,
 				 rte_eth_dev_socket_id(port_id));
 	if (dev == NULL)

@@ -4,7 +4,6 @@
  * ibv_get_device_list() does it for them, from the environment.
  */
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,7 +23,6 @@
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_done;
 static int env_ret;
-static bool env_eal_ours;	/* rte_eal_init was ours (eal_from_env) */
 static pid_t env_pid;		/* the process that set up (env_exit) */
 
 /* Append the words of s to argv[*argc..), copying them into buf at *used. */
@@ -95,7 +93,6 @@ static int eal_from_env(void)
 		return argc;
 	}
 	ret = rte_eal_init(argc, argv);
-	env_eal_ours = ret >= 0;
 	if (ret < 0 && rte_errno != EALREADY) {
 		const char *env = getenv("DROCE_EAL_ARGS");
 
@@ -149,16 +146,8 @@ static int devices_from_env(void)
 /* The engines stopped and the kernel ports closed; `why` for the log. */
 static void env_release(const char *why)
 {
-	char rundir[PATH_MAX];
-
 	DROCE_LOG(INFO, "%s: engines stopped, %u kernel port(s) closed", why,
 		  droce_exit_release());
-	if (!env_eal_ours)
-		return;
-	/* (left empty by --in-memory and --no-shconf, else kept) */
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	if (rundir[0] != '\0')
-		(void)rmdir(rundir);
 }
 
 /*
@@ -171,11 +160,10 @@ static void env_release(const char *why)
  * else. A full teardown there (droce_cleanup, rte_eal_cleanup) raced the
  * PMDs' own threads: DPDK 22.11's memif crashed one process in ~15 when
  * its peer's disconnect reached the interrupt thread during the close.
- * An atexit handler, registered by the first ibv_get_device_list() before
- * the EAL starts: it runs before the program's own handlers registered
- * earlier (their verbs calls find the engines halted, a droce_cleanup()
- * still works), after the EAL's (telemetry's socket is gone: the runtime
- * directory can go), and before any library's destructor.
+ * An atexit handler, registered by the first ibv_get_device_list(): it
+ * runs before the program's own handlers registered earlier (their verbs
+ * calls find the engines halted, a droce_cleanup() still works) and before
+ * any library's destructor, while every PMD is still whole.
  */
 static void env_exit(void)
 {
@@ -283,7 +271,6 @@ int droce_env_init(void)
 		return env_done ? env_ret : 0;
 	}
 	env_done = true;
-	/* (before the EAL's own: see env_exit) */
 	env_pid = getpid();
 	if (atexit(env_exit) != 0)
 		DROCE_LOG(WARNING, "no exit handler: ports over kernel interfaces stay open at exit");

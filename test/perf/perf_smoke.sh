@@ -56,6 +56,9 @@ run() {
 		tail -n 5 "$out" "$out.err" | sed 's/^/    /'
 		return 1
 	fi
+	# (its EAL's runtime directory, empty, goes with libdroce at exit)
+	[ "$(id -u)" -ne 0 ] || [ ! -e "/run/dpdk/${PREFIX}r" ] ||
+		fail "$label: /run/dpdk/${PREFIX}r left behind"
 	return 0
 }
 

@@ -144,10 +144,10 @@ done_ok ring-open-lcore 1000 && logged ring-open-lcore "$EXITED" 1 && rundir_gon
 go ring-open-app open "-l 0 $MEM"
 done_ok ring-open-app 1000 && logged ring-open-app "$EXITED" 1 && rundir_gone ring-open-app
 go ring-closed closed "-l 0-1 $MEM"
-done_ok ring-closed 1000 && logged ring-closed "$EXITED" 1
+done_ok ring-closed 1000 && logged ring-closed "$EXITED" 1 && rundir_gone ring-closed
 # (a program's own droce_cleanup() leaves the handler nothing to do)
 go ring-cleanup cleanup "-l 0-1 $MEM"
-done_ok ring-cleanup 1000 && logged ring-cleanup "exit: " 0
+done_ok ring-cleanup 1000 && logged ring-cleanup "exit: " 0 && rundir_gone ring-cleanup
 go ring-fork fork "-l 0-1 $MEM"
 # (the child's exit logs nothing: its handler leaves the parent's alone)
 done_ok ring-fork 2000 && logged ring-fork "exit: " 1
