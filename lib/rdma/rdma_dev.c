@@ -234,10 +234,11 @@ static void make_gids(struct droce_dev *dev)
  * own, before any library's destructor). Noted while the EAL runs.
  */
 static char eal_rundir[PATH_MAX];
+static pid_t eal_rundir_pid;	/* (a forked child's exit leaves it alone) */
 
 RTE_FINI(droce_rundir_fini)
 {
-	if (eal_rundir[0] != '\0')
+	if (eal_rundir[0] != '\0' && getpid() == eal_rundir_pid)
 		(void)rmdir(eal_rundir);
 }
 
@@ -250,9 +251,11 @@ int droce_dev_create(uint16_t port_id, const char *devargs)
 		return -ENODEV;
 	if (!rte_eth_dev_is_valid_port(port_id))
 		return -ENODEV;
-	if (eal_rundir[0] == '\0')
+	if (eal_rundir[0] == '\0') {
 		snprintf(eal_rundir, sizeof(eal_rundir), "%s",
 			 rte_eal_get_runtime_dir());
+		eal_rundir_pid = getpid();
+	}
 	dev = rte_zmalloc_socket("droce_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE,
 				 rte_eth_dev_socket_id(port_id));
 	if (dev == NULL)

@@ -15,7 +15,8 @@
  *           that knows droce does
  *   fork    as open, but first a child is forked that exits at once (the
  *           handler it inherits must leave the parent's engine and ports
- *           alone): the parent's WRITEs must still complete after it
+ *           alone, libdroce's destructor its EAL runtime directory): the
+ *           parent's WRITEs must still complete after it
  * EXIT_TEARDOWN_HOLD_MS=<ms>: before returning, print "HOLDING pid=<pid>"
  * and sleep that long (the script looks at the ports while they are open,
  * or ends the program with a signal).
@@ -33,6 +34,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rte_eal.h>
 
 #include "droce.h"
 #include "droce_test.h"
@@ -145,6 +147,13 @@ int main(int argc, char **argv)
 		CHECK(pid > 0);
 		CHECK(waitpid(pid, &st, 0) == pid);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		/* (its libdroce destructor leaves the EAL's runtime directory,
+		 * empty with --no-telemetry, to the process that made it) */
+		if (access(rte_eal_get_runtime_dir(), F_OK) != 0) {
+			fprintf(stderr, "FAIL: the child's exit removed %s\n",
+				rte_eal_get_runtime_dir());
+			_exit(1);
+		}
 		uint64_t now = atomic_load(&writes);
 
 		if (!await_writes(now + 1000)) {
