@@ -35,7 +35,7 @@ MAC_B=02:00:c6:12:00:52
 cleanup() {
 	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
-	cat "$WORK"/*.out > /tmp/s47/last.out 2>/dev/null; rm -rf "$WORK" /run/dpdk/${PREFIX}* 2>/dev/null
+	rm -rf "$WORK" /run/dpdk/"${PREFIX}"* 2>/dev/null
 }
 trap cleanup EXIT
 
