@@ -9,6 +9,20 @@ median() {
 			if (n % 2) print v[(n - 1) / 2]; else print (v[n / 2 - 1] + v[n / 2]) / 2 }'
 }
 
+# bracket <a> <b>: the ceiling beside a droce window, from the raw
+# windows right before and right after it: their geometric mean where
+# they agree within BRACKET (default 1.3: 30 %), else nothing. The host
+# moves the two vCPUs between cache domains every few seconds, which
+# changes a two-process ceiling by up to 8x; a ratio against a ceiling
+# measured in the other placement says nothing.
+bracket() {
+	[ -n "${1:-}" ] && [ -n "${2:-}" ] || return 0
+	awk -v a="$1" -v b="$2" -v k="${BRACKET:-1.3}" 'BEGIN {
+		if (a <= 0 || b <= 0) exit
+		r = a > b ? a / b : b / a
+		if (r <= k) printf "%.3f", sqrt(a * b) }'
+}
+
 # kvget <line> <key>: value of key=... in a DROCE_PERF/CEILING line
 kvget() {
 	printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
