@@ -938,6 +938,60 @@ static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
 		qp->req_hwm = idx + 1;
 }
 
+/* (out of line: a second copy of the translation inlined in
+ * eth_req_progress made GCC take both out of line, +10 instructions a
+ * WRITE) */
+static __attribute__((noinline)) bool
+read_sge_writable(const struct droce_qp *qp,
+		  const struct mlx5_wqe_data_seg *d, uint32_t len)
+{
+	return droce_mr_translate(qp->dev, qp->pd, be32toh(d->lkey),
+				  be64toh(d->addr), len,
+				  IBV_ACCESS_LOCAL_WRITE) != NULL;
+}
+
+/*
+ * An RC READ into one SGE taken straight, as send_straight takes a WRITE:
+ * its one request packet (BTH with AckReq, RETH) from the header image,
+ * its slot's state as the general way starts it (6 % fewer instructions
+ * a 64 B READ at the requester, forty-eighth round). Fenced or inline,
+ * more SGEs or none, an empty READ, as many READs and atomics in flight
+ * as max_rd_atomic allows (the general way waits), an SGE that does not
+ * translate with local write (the general way fails it): 0, nothing
+ * changed; -1: no mbuf.
+ */
+static inline __attribute__((always_inline)) int
+read_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
+	      const uint8_t *w, uint32_t ds, uint8_t flags)
+{
+	const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
+	const struct mlx5_wqe_data_seg *d = (const void *)(w + 2 * DROCE_SEG);
+	const struct mlx5_wqe_ctrl_seg *c = (const void *)w;
+	uint32_t psn = qp->req_psn, len, npkts;
+	uint8_t reth[ROCE_RETH_LEN];
+
+	if (qp->transport != ROCE_TRANSPORT_RC || ds != 3 ||
+	    (flags & DROCE_WQE_FENCE) || (c->signature & DROCE_WQE_INLINE) ||
+	    3 * DROCE_SEG > qp->sq_stride ||
+	    qp->req_rd_outstanding >= (uint32_t)RTE_MAX(qp->max_rd_atomic, 1))
+		return 0;
+	len = be32toh(d->byte_count);
+	if (len == 0 || len > DROCE_MAX_MSG || !read_sge_writable(qp, d, len))
+		return 0;
+	npkts = len <= qp->mtu ? 1 : (len + qp->mtu - 1) / qp->mtu;
+	roce_put_reth(reth, be64toh(r->raddr), be32toh(r->rkey), len);
+	swqe_start(qp, idx, st, MLX5_OPCODE_RDMA_READ, flags, len, npkts);
+	if (unlikely(!eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						    ROCE_OP_READ_REQ),
+				    0, ROCE_BTH_ACKREQ | psn, reth,
+				    ROCE_RETH_LEN, NULL, 0)))
+		return -1;
+	qp->req_psn = roce_psn_add(psn, npkts);
+	eth_rd_count(qp, st);
+	qp->req_cur = idx + 1;
+	return 1;
+}
+
 /*
  * The common message taken straight: an RC or UC WRITE or SEND, with or
  * without immediate, unfenced, whose payload (one SGE or inline, 1 byte to
@@ -948,6 +1002,7 @@ static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
  * translate, or a slot the general way would fail) returns 0 before
  * changing anything, and the general way takes the WQE and fails it with
  * the right status; -1: no mbuf, the QP stops for this turn as there.
+ * An RC READ of one SGE goes by read_straight, with the same returns.
  */
 static inline __attribute__((always_inline)) int
 send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
@@ -983,6 +1038,8 @@ send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
 		ext_len = ROCE_IMMDT_LEN;
 		used = 1;
 		break;
+	case MLX5_OPCODE_RDMA_READ:
+		return read_straight(qp, idx, st, w, ds, flags);
 	default:
 		return 0;
 	}
