@@ -1203,6 +1203,19 @@ static void req_error_case(const char *what, struct ibv_send_wr *wr,
 		e = dt_exp_err(wr->wr_id, st, c.qa->qp_num);
 		if (EXPECT_ONE(&c.sa, &e, what))
 			expect_qp_err_and_flush(c.qa, &c.sa, what);
+		/* a local protection error is the requester's own finding,
+		 * before anything is sent (a READ sent regardless would fail
+		 * the same way once its response came, having read the
+		 * remote memory for nothing) */
+		if (st == IBV_WC_LOC_PROT_ERR) {
+			struct droce_qp_stats qs;
+
+			CHECK_OK(droce_qp_stats_get(c.qa, &qs));
+			if (qs.tx_pkts != 0)
+				DT_FAIL_(0, "%s: the QP sent %" PRIu64
+					 " packets before its local error",
+					 what, qs.tx_pkts);
+		}
 	}
 	dt_rc_pair_close(&c);
 }
@@ -1269,6 +1282,20 @@ static void t_local_errors(void)
 	wr.opcode = IBV_WR_RDMA_READ;
 	s = sge_of(buf2, 32, mr_ro->lkey);
 	req_error_case("RDMA_READ into an MR without LOCAL_WRITE", &wr,
+		       IBV_WC_LOC_PROT_ERR, 0);
+	/* the rest as SEND's, for the READ the requester takes straight
+	 * (one SGE: it checks the SGE itself, then leaves the WQE to the
+	 * general way to fail) */
+	wr.send_flags = 0;
+	s = sge_of(bufA, 32, mrA->lkey ^ 0x00ffff00u);
+	req_error_case("RDMA_READ unknown lkey (unsignaled)", &wr,
+		       IBV_WC_LOC_PROT_ERR, 0);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	s = sge_of(bufA + BSZ - 16, 32, mrA->lkey);
+	req_error_case("RDMA_READ sge past the MR end", &wr,
+		       IBV_WC_LOC_PROT_ERR, 0);
+	s = sge_of(buf2, 32, mr_other_pd->lkey);
+	req_error_case("RDMA_READ lkey of an MR in another PD", &wr,
 		       IBV_WC_LOC_PROT_ERR, 0);
 
 	EXPECT_OK(ibv_dereg_mr(mr_ro));
