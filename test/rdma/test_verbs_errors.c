@@ -1298,6 +1298,23 @@ static void t_local_errors(void)
 	req_error_case("RDMA_READ lkey of an MR in another PD", &wr,
 		       IBV_WC_LOC_PROT_ERR, 0);
 
+	/* an atomic writes its result locally: the same checks, taken
+	 * straight too */
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)bufB;
+	wr.wr.atomic.rkey = mrB->rkey;
+	wr.wr.atomic.compare_add = 1;
+	s = sge_of(buf2, 8, mr_ro->lkey);
+	req_error_case("FETCH_AND_ADD into an MR without LOCAL_WRITE", &wr,
+		       IBV_WC_LOC_PROT_ERR, 0);
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.swap = 2;
+	s = sge_of(bufA, 8, mrA->lkey ^ 0x00ffff00u);
+	req_error_case("CMP_AND_SWP unknown lkey", &wr, IBV_WC_LOC_PROT_ERR, 0);
+	s = sge_of(bufA + BSZ - 4, 8, mrA->lkey);
+	req_error_case("CMP_AND_SWP sge past the MR end", &wr,
+		       IBV_WC_LOC_PROT_ERR, 0);
+
 	EXPECT_OK(ibv_dereg_mr(mr_ro));
 	EXPECT_OK(ibv_dereg_mr(mr_other_pd));
 	EXPECT_OK(ibv_dealloc_pd(pd2));

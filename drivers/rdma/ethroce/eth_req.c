@@ -942,8 +942,8 @@ static inline void swqe_start(struct droce_qp *qp, uint32_t idx,
  * eth_req_progress made GCC take both out of line, +10 instructions a
  * WRITE) */
 static __attribute__((noinline)) bool
-read_sge_writable(const struct droce_qp *qp,
-		  const struct mlx5_wqe_data_seg *d, uint32_t len)
+rd_sge_writable(const struct droce_qp *qp,
+		const struct mlx5_wqe_data_seg *d, uint32_t len)
 {
 	return droce_mr_translate(qp->dev, qp->pd, be32toh(d->lkey),
 				  be64toh(d->addr), len,
@@ -951,40 +951,63 @@ read_sge_writable(const struct droce_qp *qp,
 }
 
 /*
- * An RC READ into one SGE taken straight, as send_straight takes a WRITE:
- * its one request packet (BTH with AckReq, RETH) from the header image,
- * its slot's state as the general way starts it (6 % fewer instructions
- * a 64 B READ at the requester, forty-eighth round). Fenced or inline,
- * more SGEs or none, an empty READ, as many READs and atomics in flight
- * as max_rd_atomic allows (the general way waits), an SGE that does not
- * translate with local write (the general way fails it): 0, nothing
- * changed; -1: no mbuf.
+ * An RC READ or atomic into one SGE taken straight, as send_straight
+ * takes a WRITE: its one request packet (BTH with AckReq, then RETH or
+ * AtomicETH) from the header image, its slot's state as the general way
+ * starts it (6 % fewer instructions a 64 B READ at the requester,
+ * forty-eighth round). Fenced or inline, more SGEs or none, an empty
+ * READ, an atomic's SGE under 8 bytes, as many READs and atomics in
+ * flight as max_rd_atomic allows (the general way waits), an SGE that
+ * does not translate with local write (the general way fails it): 0,
+ * nothing changed; -1: no mbuf.
  */
 static inline __attribute__((always_inline)) int
-read_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
-	      const uint8_t *w, uint32_t ds, uint8_t flags)
+rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
+	    const uint8_t *w, uint32_t ds, uint8_t op, uint8_t flags)
 {
+	const bool atomic = op != MLX5_OPCODE_RDMA_READ;
+	const uint32_t segs = atomic ? 4 : 3;	/* ctrl, raddr, [atomic,] SGE */
 	const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
-	const struct mlx5_wqe_data_seg *d = (const void *)(w + 2 * DROCE_SEG);
+	const struct mlx5_wqe_data_seg *d =
+		(const void *)(w + (segs - 1) * DROCE_SEG);
 	const struct mlx5_wqe_ctrl_seg *c = (const void *)w;
-	uint32_t psn = qp->req_psn, len, npkts;
-	uint8_t reth[ROCE_RETH_LEN];
+	uint32_t psn = qp->req_psn, len, npkts = 1;
+	uint8_t ext[ROCE_ATMETH_LEN];		/* (the longer of the two) */
+	bool built;
 
-	if (qp->transport != ROCE_TRANSPORT_RC || ds != 3 ||
+	if (qp->transport != ROCE_TRANSPORT_RC || ds != segs ||
 	    (flags & DROCE_WQE_FENCE) || (c->signature & DROCE_WQE_INLINE) ||
-	    3 * DROCE_SEG > qp->sq_stride ||
+	    segs * DROCE_SEG > qp->sq_stride ||
 	    qp->req_rd_outstanding >= (uint32_t)RTE_MAX(qp->max_rd_atomic, 1))
 		return 0;
 	len = be32toh(d->byte_count);
-	if (len == 0 || len > DROCE_MAX_MSG || !read_sge_writable(qp, d, len))
+	if ((atomic ? len < 8 : len == 0 || len > DROCE_MAX_MSG) ||
+	    !rd_sge_writable(qp, d, len))
 		return 0;
-	npkts = len <= qp->mtu ? 1 : (len + qp->mtu - 1) / qp->mtu;
-	roce_put_reth(reth, be64toh(r->raddr), be32toh(r->rkey), len);
-	swqe_start(qp, idx, st, MLX5_OPCODE_RDMA_READ, flags, len, npkts);
-	if (unlikely(!eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
-						    ROCE_OP_READ_REQ),
-				    0, ROCE_BTH_ACKREQ | psn, reth,
-				    ROCE_RETH_LEN, NULL, 0)))
+	if (atomic) {
+		const struct mlx5_wqe_atomic_seg *a =
+			(const void *)(w + 2 * DROCE_SEG);
+
+		roce_put_atmeth(ext, be64toh(r->raddr), be32toh(r->rkey),
+				be64toh(a->swap_add), be64toh(a->compare));
+		/* (the CQE's byte_len: the result's 8 bytes) */
+		swqe_start(qp, idx, st, op, flags, 8, 1);
+		built = eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						      op == MLX5_OPCODE_ATOMIC_CS ?
+						      ROCE_OP_CMP_SWAP :
+						      ROCE_OP_FETCH_ADD),
+				      0, ROCE_BTH_ACKREQ | psn, ext,
+				      ROCE_ATMETH_LEN, NULL, 0);
+	} else {
+		npkts = len <= qp->mtu ? 1 : (len + qp->mtu - 1) / qp->mtu;
+		roce_put_reth(ext, be64toh(r->raddr), be32toh(r->rkey), len);
+		swqe_start(qp, idx, st, op, flags, len, npkts);
+		built = eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						      ROCE_OP_READ_REQ),
+				      0, ROCE_BTH_ACKREQ | psn, ext,
+				      ROCE_RETH_LEN, NULL, 0);
+	}
+	if (unlikely(!built))
 		return -1;
 	qp->req_psn = roce_psn_add(psn, npkts);
 	eth_rd_count(qp, st);
@@ -1002,7 +1025,7 @@ read_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
  * translate, or a slot the general way would fail) returns 0 before
  * changing anything, and the general way takes the WQE and fails it with
  * the right status; -1: no mbuf, the QP stops for this turn as there.
- * An RC READ of one SGE goes by read_straight, with the same returns.
+ * An RC READ or atomic of one SGE goes by rd_straight, the same returns.
  */
 static inline __attribute__((always_inline)) int
 send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
@@ -1039,7 +1062,9 @@ send_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st)
 		used = 1;
 		break;
 	case MLX5_OPCODE_RDMA_READ:
-		return read_straight(qp, idx, st, w, ds, flags);
+	case MLX5_OPCODE_ATOMIC_CS:
+	case MLX5_OPCODE_ATOMIC_FA:
+		return rd_straight(qp, idx, st, w, ds, op, flags);
 	default:
 		return 0;
 	}
