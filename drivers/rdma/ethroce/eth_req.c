@@ -954,8 +954,8 @@ rd_sge_writable(const struct droce_qp *qp,
  * An RC READ or atomic into one SGE taken straight, as send_straight
  * takes a WRITE: its one request packet (BTH with AckReq, then RETH or
  * AtomicETH) from the header image, its slot's state as the general way
- * starts it (6 % fewer instructions a 64 B READ at the requester,
- * forty-eighth round). Fenced or inline, more SGEs or none, an empty
+ * starts it (a 64 B READ's or an atomic's requester ~6 % fewer
+ * instructions, forty-eighth round). Fenced or inline, more SGEs or none, an empty
  * READ, an atomic's SGE under 8 bytes, as many READs and atomics in
  * flight as max_rd_atomic allows (the general way waits), an SGE that
  * does not translate with local write (the general way fails it): 0,
