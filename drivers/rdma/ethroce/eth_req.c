@@ -955,11 +955,11 @@ rd_sge_writable(const struct droce_qp *qp,
  * takes a WRITE: its one request packet (BTH with AckReq, then RETH or
  * AtomicETH) from the header image, its slot's state as the general way
  * starts it (a 64 B READ's or an atomic's requester ~6 % fewer
- * instructions, forty-eighth round). Fenced or inline, more SGEs or none, an empty
- * READ, an atomic's SGE under 8 bytes, as many READs and atomics in
- * flight as max_rd_atomic allows (the general way waits), an SGE that
- * does not translate with local write (the general way fails it): 0,
- * nothing changed; -1: no mbuf.
+ * instructions, forty-eighth round). Fenced or inline, more SGEs or
+ * none, an empty READ, an atomic's SGE under 8 bytes, as many READs and
+ * atomics in flight as max_rd_atomic allows (the general way waits), an
+ * SGE that does not translate with local write (the general way fails
+ * it): 0, nothing changed; -1: no mbuf.
  */
 static inline __attribute__((always_inline)) int
 rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
