@@ -683,6 +683,34 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 	return true;
 }
 
+/*
+ * A READ or atomic request packet at req_psn, from the header image: BTH
+ * (AckReq), then RETH (a READ of len bytes at raddr) or AtomicETH. False:
+ * no mbuf.
+ */
+static inline __attribute__((always_inline)) bool
+send_rd_request(struct droce_qp *qp, uint8_t op, uint64_t raddr,
+		uint32_t rkey, uint32_t len, uint64_t swap_add,
+		uint64_t compare)
+{
+	uint8_t ext[ROCE_ATMETH_LEN];		/* (the longer of the two) */
+
+	if (op == MLX5_OPCODE_RDMA_READ) {
+		roce_put_reth(ext, raddr, rkey, len);
+		return eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+						     ROCE_OP_READ_REQ),
+				     0, ROCE_BTH_ACKREQ | qp->req_psn, ext,
+				     ROCE_RETH_LEN, NULL, 0);
+	}
+	roce_put_atmeth(ext, raddr, rkey, swap_add, compare);
+	return eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
+					     op == MLX5_OPCODE_ATOMIC_CS ?
+					     ROCE_OP_CMP_SWAP :
+					     ROCE_OP_FETCH_ADD),
+			     0, ROCE_BTH_ACKREQ | qp->req_psn, ext,
+			     ROCE_ATMETH_LEN, NULL, 0);
+}
+
 static bool send_one_packet(struct droce_qp *qp, const struct wqe_view *v,
 			    struct droce_swqe_state *st)
 {
@@ -712,19 +740,9 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 					       v->op == MLX5_OPCODE_SEND_INVAL);
 	}
 	if (op_is_atomic(v->op)) {
-		uint8_t *ext;
-
-		/* From the header image: BTH (AckReq), AtomicETH. */
-		m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
-						  v->op == MLX5_OPCODE_ATOMIC_CS ?
-						  ROCE_OP_CMP_SWAP : ROCE_OP_FETCH_ADD),
-				  0, ROCE_BTH_ACKREQ | qp->req_psn,
-				  ROCE_ATMETH_LEN, 0, &ext);
-		if (unlikely(m == NULL))
+		if (unlikely(!send_rd_request(qp, v->op, v->raddr, v->rkey, 8,
+					      v->swap_add, v->compare)))
 			return false;
-		roce_put_atmeth(ext, v->raddr, v->rkey, v->swap_add,
-				v->compare);
-		eth_img_send(qp, m, ROCE_ATMETH_LEN, NULL);
 		st->psn_last = qp->req_psn;
 		qp->req_psn = roce_psn_add(qp->req_psn, 1);
 		eth_rd_count(qp, st);
@@ -736,17 +754,10 @@ static bool send_one(struct droce_qp *qp, const struct wqe_view *v,
 		/* req_off > 0: the first responses arrived before a loss; ask
 		 * for the rest only, from the first missing PSN (IBTA 9.7.4.1.4:
 		 * a READ may be re-issued for the remaining part). */
-		uint8_t *ext;
-
-		m = eth_img_build(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
-						  ROCE_OP_READ_REQ),
-				  0, ROCE_BTH_ACKREQ | qp->req_psn,
-				  ROCE_RETH_LEN, 0, &ext);
-		if (unlikely(m == NULL))
+		if (unlikely(!send_rd_request(qp, v->op,
+					      v->raddr + qp->req_off, v->rkey,
+					      v->length - qp->req_off, 0, 0)))
 			return false;
-		roce_put_reth(ext, v->raddr + qp->req_off, v->rkey,
-			 v->length - qp->req_off);
-		eth_img_send(qp, m, ROCE_RETH_LEN, NULL);
 		qp->req_psn = roce_psn_add(st->psn_first, st->npkts);
 		st->psn_last = roce_psn_add(qp->req_psn, ROCE_PSN_MASK);
 		eth_rd_count(qp, st);
@@ -971,8 +982,7 @@ rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
 	const struct mlx5_wqe_data_seg *d =
 		(const void *)(w + (segs - 1) * DROCE_SEG);
 	const struct mlx5_wqe_ctrl_seg *c = (const void *)w;
-	uint32_t psn = qp->req_psn, len, npkts = 1;
-	uint8_t ext[ROCE_ATMETH_LEN];		/* (the longer of the two) */
+	uint32_t len, npkts = 1;
 	bool built;
 
 	if (qp->transport != ROCE_TRANSPORT_RC || ds != segs ||
@@ -988,28 +998,22 @@ rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
 		const struct mlx5_wqe_atomic_seg *a =
 			(const void *)(w + 2 * DROCE_SEG);
 
-		roce_put_atmeth(ext, be64toh(r->raddr), be32toh(r->rkey),
-				be64toh(a->swap_add), be64toh(a->compare));
-		/* (the CQE's byte_len: the result's 8 bytes) */
+		/* (its CQE says 8 bytes: the result's) */
 		swqe_start(qp, idx, st, op, flags, 8, 1);
-		built = eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
-						      op == MLX5_OPCODE_ATOMIC_CS ?
-						      ROCE_OP_CMP_SWAP :
-						      ROCE_OP_FETCH_ADD),
-				      0, ROCE_BTH_ACKREQ | psn, ext,
-				      ROCE_ATMETH_LEN, NULL, 0);
+		built = send_rd_request(qp, op, be64toh(r->raddr),
+					be32toh(r->rkey), 8,
+					be64toh(a->swap_add),
+					be64toh(a->compare));
 	} else {
 		npkts = len <= qp->mtu ? 1 : (len + qp->mtu - 1) / qp->mtu;
-		roce_put_reth(ext, be64toh(r->raddr), be32toh(r->rkey), len);
 		swqe_start(qp, idx, st, op, flags, len, npkts);
-		built = eth_img_short(qp, ROCE_OPCODE(ROCE_TRANSPORT_RC,
-						      ROCE_OP_READ_REQ),
-				      0, ROCE_BTH_ACKREQ | psn, ext,
-				      ROCE_RETH_LEN, NULL, 0);
+		built = send_rd_request(qp, MLX5_OPCODE_RDMA_READ,
+					be64toh(r->raddr), be32toh(r->rkey),
+					len, 0, 0);
 	}
 	if (unlikely(!built))
 		return -1;
-	qp->req_psn = roce_psn_add(psn, npkts);
+	qp->req_psn = roce_psn_add(qp->req_psn, npkts);
 	eth_rd_count(qp, st);
 	qp->req_cur = idx + 1;
 	return 1;
