@@ -977,7 +977,9 @@ rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
 	    const uint8_t *w, uint32_t ds, uint8_t op, uint8_t flags)
 {
 	const bool atomic = op != MLX5_OPCODE_RDMA_READ;
-	const uint32_t segs = atomic ? 4 : 3;	/* ctrl, raddr, [atomic,] SGE */
+	/* ctrl, raddr, [atomic,] SGE: within any RC slot (rdma_qp.c sizes
+	 * one for ctrl + raddr + atomic and an SGE at least) */
+	const uint32_t segs = atomic ? 4 : 3;
 	const struct mlx5_wqe_raddr_seg *r = (const void *)(w + DROCE_SEG);
 	const struct mlx5_wqe_data_seg *d =
 		(const void *)(w + (segs - 1) * DROCE_SEG);
@@ -987,7 +989,6 @@ rd_straight(struct droce_qp *qp, uint32_t idx, struct droce_swqe_state *st,
 
 	if (qp->transport != ROCE_TRANSPORT_RC || ds != segs ||
 	    (flags & DROCE_WQE_FENCE) || (c->signature & DROCE_WQE_INLINE) ||
-	    segs * DROCE_SEG > qp->sq_stride ||
 	    qp->req_rd_outstanding >= (uint32_t)RTE_MAX(qp->max_rd_atomic, 1))
 		return 0;
 	len = be32toh(d->byte_count);
