@@ -1029,25 +1029,23 @@ static void t_post_immediate_errors(void)
 		ibv_wr_abort(x);
 	}
 	/* inline data where the opcode carries none out (a READ; atomics
-	 * take the same check, and this QP was created without them) and
-	 * inline data set twice on one WQE, through the one-buffer and the list setters: each batch fails
-	 * with EINVAL, after a good WQE */
+	 * take the same check, and this QP was created without them), and
+	 * inline data set twice on one WQE, through the one-buffer and the
+	 * list setters: each batch fails with EINVAL, after a good WQE */
 	for (i = 0; i < 4; i++) {
 		struct ibv_data_buf db = { .addr = bufA, .length = 8 };
+		bool read = i < 2;
 
 		ibv_wr_start(x);
 		x->wr_id = 40;
 		ibv_wr_send(x);
 		ibv_wr_set_sge(x, mrA->lkey, (uintptr_t)bufA, 8);
 		x->wr_id = 41 + (uint64_t)i;
-		switch (i / 2) {
-		case 0:
+		if (read) {
 			ibv_wr_rdma_read(x, mrB->rkey, (uintptr_t)bufB);
-			break;
-		default:
+		} else {
 			ibv_wr_rdma_write(x, mrB->rkey, (uintptr_t)bufB);
 			ibv_wr_set_inline_data(x, bufA, 8);
-			break;
 		}
 		if (i % 2)
 			ibv_wr_set_inline_data_list(x, 1, &db);
@@ -1057,8 +1055,7 @@ static void t_post_immediate_errors(void)
 		if (r != EINVAL)
 			DT_FAIL_(0, "ibv_wr_complete with inline data on %s "
 				 "(%s setter) returned %d, want EINVAL",
-				 i / 2 == 0 ? "a READ" :
-				 "a WRITE that had it already",
+				 read ? "a READ" : "a WRITE that had it already",
 				 i % 2 ? "list" : "one-buffer", r);
 	}
 	/* nothing of those batches may have been executed */
