@@ -1034,14 +1034,14 @@ static void t_post_immediate_errors(void)
 	 * list setters: each batch fails with EINVAL, after a good WQE */
 	for (i = 0; i < 4; i++) {
 		struct ibv_data_buf db = { .addr = bufA, .length = 8 };
-		bool read = i < 2;
+		bool on_read = i < 2;
 
 		ibv_wr_start(x);
 		x->wr_id = 40;
 		ibv_wr_send(x);
 		ibv_wr_set_sge(x, mrA->lkey, (uintptr_t)bufA, 8);
 		x->wr_id = 41 + (uint64_t)i;
-		if (read) {
+		if (on_read) {
 			ibv_wr_rdma_read(x, mrB->rkey, (uintptr_t)bufB);
 		} else {
 			ibv_wr_rdma_write(x, mrB->rkey, (uintptr_t)bufB);
@@ -1055,7 +1055,7 @@ static void t_post_immediate_errors(void)
 		if (r != EINVAL)
 			DT_FAIL_(0, "ibv_wr_complete with inline data on %s "
 				 "(%s setter) returned %d, want EINVAL",
-				 read ? "a READ" : "a WRITE that had it already",
+				 on_read ? "a READ" : "a WRITE that had it already",
 				 i % 2 ? "list" : "one-buffer", r);
 	}
 	/* nothing of those batches may have been executed */
