@@ -3,6 +3,7 @@
 #ifndef ROCE_BYTES_H
 #define ROCE_BYTES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -98,6 +99,31 @@ ipv4_cksum20(const uint8_t *hdr)
 	c = (uint16_t)~fold16(sum);
 	/* As a host-order value of the big-endian field. */
 	return rd16((const uint8_t *)&c);
+}
+
+/*
+ * A received 20-byte IPv4 header's checksum right? Its ones' complement
+ * sum with the checksum field in is all ones (RFC 1071): two 64-bit words
+ * and a 32-bit one added with end-around carries, then folded; no field
+ * taken out, no byte swap (all ones read the same either way). A field of
+ * 0xffff over a sum of all ones passes, as 0x0000 does (RFC 1624's other
+ * zero; Linux's check takes both). About 10 instructions fewer a frame than
+ * comparing ipv4_cksum20() with the field.
+ */
+static inline bool
+ipv4_cksum20_ok(const uint8_t *hdr)
+{
+	uint64_t a, b, s;
+	uint32_t c;
+
+	memcpy(&a, hdr, 8);
+	memcpy(&b, hdr + 8, 8);
+	memcpy(&c, hdr + 16, 4);
+	s = a + b;
+	s += s < a;
+	a = s + c;
+	a += a < s;
+	return fold16(a) == 0xffff;
 }
 
 #endif /* ROCE_BYTES_H */

@@ -50,7 +50,7 @@ parse_ipv4(const uint8_t *ip, uint32_t room, struct roce_pkt *p,
 		return ROCE_ERR_NOT_ROCE;
 	if (ihl != ROCE_IPV4_HLEN)
 		return ROCE_ERR_BAD_IP;	/* options: not supported */
-	if (roce_ipv4_cksum(ip, ihl) != rd16(ip + 10))
+	if (!ipv4_cksum20_ok(ip))	/* (ihl is 20 here) */
 		return ROCE_ERR_BAD_IP;
 	tot = rd16(ip + 2);
 	if (tot < ihl + ROCE_UDP_HLEN)
@@ -331,7 +331,7 @@ parse_fast(const uint8_t *frame, uint32_t contig, uint32_t len,
 		if (ip[0] != 0x45 || ip[9] != ROCE_IPPROTO_UDP ||
 		    (rd16(ip + 6) & ~0x4000u) != 0 ||
 		    rd16(ip + hl + 2) != ROCE_UDP_DPORT ||
-		    ipv4_cksum20(ip) != rd16(ip + 10))
+		    !ipv4_cksum20_ok(ip))
 			return PARSE_SLOW;
 		ip_len = rd16(ip + 2);
 		if (ip_len < hl + ROCE_UDP_HLEN)
@@ -473,7 +473,7 @@ roce_parse_ack4(const uint8_t *frame, uint32_t contig, uint32_t len,
 	    rd16(udp + 4) != l3_len - ROCE_IPV4_HLEN ||
 	    b[0] != ROCE_OPCODE(ROCE_TRANSPORT_RC, ROCE_OP_ACK) ||
 	    (b[1] & (ROCE_BTH_TVER_MASK | ROCE_BTH_PAD_MASK)) != 0 ||
-	    ipv4_cksum20(ip) != rd16(ip + 10))
+	    !ipv4_cksum20_ok(ip))
 		return false;
 	memcpy(a->src_ip, ip + 12, 4);
 	memcpy(a->dst_ip, ip + 16, 4);
@@ -520,7 +520,7 @@ only4_checked(const uint8_t *frame, uint32_t contig, uint32_t len,
 	pad = (uint8_t)((b[1] & ROCE_BTH_PAD_MASK) >> ROCE_BTH_PAD_SHIFT);
 	if (payload ? body % 4 != 0 || pad > body : body != 0 || pad != 0)
 		return false;
-	if (ipv4_cksum20(ip) != rd16(ip + 10))
+	if (!ipv4_cksum20_ok(ip))
 		return false;
 	pkt_zero(p);
 	memcpy(p->src_mac, frame + 6, 6);

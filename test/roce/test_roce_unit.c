@@ -757,6 +757,34 @@ test_rejects(void)
 	EXPECT(len + 4, ROCE_ERR_BAD_IP, "IPv4 options");
 	RESET(); b[ip + 11] ^= 1;
 	EXPECT(len, ROCE_ERR_BAD_IP, "IPv4 checksum");
+	/* A header whose sum without the checksum is all ones: its checksum
+	 * is 0x0000, and 0xffff (the other zero, from an incremental update,
+	 * RFC 1624) is as good: a receiver sums the whole header (RFC 1071),
+	 * as Linux does. The ID makes the sum so. */
+	{
+		struct roce_pkt o;
+		uint16_t k;
+
+		RESET();
+		b[ip + 4] = 0;
+		b[ip + 5] = 0;
+		b[ip + 10] = 0;
+		b[ip + 11] = 0;
+		k = roce_ipv4_cksum(b + ip, 20);
+		b[ip + 4] = (uint8_t)(k >> 8);
+		b[ip + 5] = (uint8_t)k;
+		CHECK(roce_ipv4_cksum(b + ip, 20) == 0, "the sum is all ones: %04x",
+		      roce_ipv4_cksum(b + ip, 20));
+		EXPECT(len, ROCE_OK, "IPv4 checksum 0x0000 over a sum of all ones");
+		CHECK(roce_parse_only4(b, len, len, &o), "only4, checksum 0x0000");
+		b[ip + 10] = 0xff;
+		b[ip + 11] = 0xff;
+		EXPECT(len, ROCE_OK, "IPv4 checksum 0xffff over a sum of all ones");
+		CHECK(roce_parse_only4(b, len, len, &o), "only4, checksum 0xffff");
+		b[ip + 11] = 0xfe;
+		EXPECT(len, ROCE_ERR_BAD_IP, "IPv4 checksum 0xfffe there");
+		CHECK(!roce_parse_only4(b, len, len, &o), "only4, checksum 0xfffe");
+	}
 	RESET(); b[ip + 6] = 0x20; b[ip + 7] = 0; refix_ipv4(b + ip);
 	EXPECT(len, ROCE_ERR_BAD_IP, "MF");
 	RESET(); b[ip + 6] = 0x40; b[ip + 7] = 8; refix_ipv4(b + ip);
