@@ -85,8 +85,9 @@ ld16n(const uint8_t *b)
 	return w;
 }
 
-/* roce_ipv4_cksum() of a 20-byte header, inline for the parser's fast
- * path: five 32-bit loads, the checksum field taken out of the sum. */
+/* roce_ipv4_cksum() of a 20-byte header, the value to write into its
+ * field: five 32-bit loads, the checksum field taken out of the sum. (A
+ * received header is checked by ipv4_cksum20_ok() instead.) */
 static inline uint16_t
 ipv4_cksum20(const uint8_t *hdr)
 {
