@@ -156,7 +156,7 @@ struct droce_engine {
 	 * any thread. Set under app_lock. */
 	bool halted;
 	/*
-	 * App engine: the thread (pthread_self(), as an integer; 0: none)
+	 * App engine: the thread (its thread pointer, self_id(); 0: none)
 	 * whose posts skip the doorbell's locked exchange while one is
 	 * already pending (eth_qp_notify), and its moves so far. The other
 	 * threads that drain doorbells pay for that with a membarrier
