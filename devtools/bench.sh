@@ -5,7 +5,8 @@
 # link and core, in one go. Prints markdown tables (doc/performance.md is
 # made from them) and keeps every raw line.
 #
-#   devtools/bench.sh [--build DIR] [--quick] [--reps N] [--window SEC]
+#   devtools/bench.sh [--build DIR] [--quick] [--reps N] [--scale_reps N]
+#                     [--window SEC]
 #                     [--sizes "64 4096 ..."] [--only "lb lat remote kernel
 #                     cycles callgrind scaling"] [--out FILE]
 #
@@ -48,7 +49,9 @@
 #             thread running both ends (--loopback --engine=app), then
 #             each end of a two-process memif pair alone (the requester,
 #             then the responder under callgrind, the other end native)
-#   scaling   WRITE 64 B on 1, 16, 1024, 16384 QPs; then REPS 16384-QP
+#   scaling   WRITE 64 B on 1, 16, 1024, 16384 QPs; then SCALE_REPS
+#             (--scale_reps, default 7: the 16-QP rate swings 2x within
+#             seconds, and three windows kept one or two ratios) 16384-QP
 #             windows, each between two 16-QP windows and set against
 #             them where the two agree (as remote's), the median of the
 #             ratios, in one process and in two (the remote section's
@@ -65,6 +68,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 BUILD=$ROOT/build-perf
 REPS=3
+SCALE_REPS=7
 WIN=1
 QUICK=0
 SIZES=""
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
 	--build) BUILD=$(cd "$2" && pwd); shift 2 ;;
 	--quick) QUICK=1; shift ;;
 	--reps) REPS=$2; shift 2 ;;
+	--scale_reps) SCALE_REPS=$2; shift 2 ;;
 	--window) WIN=$2; shift 2 ;;
 	--sizes) SIZES=$2; shift 2 ;;
 	--only) ONLY=$2; shift 2 ;;
@@ -126,7 +131,7 @@ echo "- droce: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cut -c1-7 
 echo "- roce_crc32: $($CEIL $(eal 0 x) -- crc -s 64 -D 0.01 2>/dev/null | sed -n 's/.*impl=\([a-z0-9+]*\).*/\1/p')"
 fold=$(ceil 0 clmul -D 0.2)
 echo "- ICRC ceiling: the carry-less multiplier ($(kvget "$fold" bits)-bit, droce-ceiling clmul) folds at most $(fmt "$(div "$(kvget "$fold" fold_Bps)" 1048576 3)" 0) MB/s on one core; no stack that checks every byte's ICRC on its one engine core passes it (the tables' ICRC bound: that over memcpy's MB/s, measured beside each row from 1 KiB)"
-echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each"
+echo "- EAL memory: $EAL_MEM; windows of ${WIN}s (droce-perf -D, middle half measured), $REPS pairs each ($SCALE_REPS for the scaling target)"
 echo "- raw lines and logs: $WORK"
 
 MTU_LB=4096
@@ -669,8 +674,9 @@ if has scaling; then
 	# two, each 16384-QP window between two 16-QP windows, against
 	# their rate where the two agree (bracket; otherwise no ratio), and
 	# take the median of the ratios.
-	# scale_pairs <tag> <cycles key> <its header> <runner>: REPS 16384-QP
-	# windows of `<runner> -q 16384` among REPS + 1 of `-q 16`, a table
+	# scale_pairs <tag> <cycles key> <its header> <runner>: SCALE_REPS
+	# 16384-QP windows of `<runner> -q 16384` among SCALE_REPS + 1 of
+	# `-q 16`, a table
 	# row each; sets PAIRS_MEDIAN and PAIRS_N
 	scale_pairs() {
 		local tag=$1 ck=$2 ch=$3 run=$4 i a an b ref r ratios=()
@@ -678,7 +684,7 @@ if has scaling; then
 		echo "|---:|---:|---:|---:|---:|---:|"
 		an=$($run -q 16 | grep '^DROCE_PERF')
 		echo "$tag pair=0 q=16 $an" >>"$WORK/scaling.lines"
-		for i in $(seq "$REPS"); do
+		for i in $(seq "$SCALE_REPS"); do
 			a=$an
 			b=$($run -q 16384 | grep '^DROCE_PERF')
 			an=$($run -q 16 | grep '^DROCE_PERF')
@@ -704,7 +710,7 @@ if has scaling; then
 	echo
 	scale_pairs lb eng_cyc_per_msg "engine cycles/msg" lb_scale
 	echo
-	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N of $REPS windows (a 16384-QP window counts where the 16-QP windows around it agree within ${BRACKET:-1.3}x; the single windows above: $(fmt "${TGT[qps]:-}" 3))."
+	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N of $SCALE_REPS windows (a 16384-QP window counts where the 16-QP windows around it agree within ${BRACKET:-1.3}x; the single windows above: $(fmt "${TGT[qps]:-}" 3))."
 	[ -n "$PAIRS_MEDIAN" ] && TGT[qps]=$PAIRS_MEDIAN && TGT[qps_pairs]=$PAIRS_N
 
 	# The issue's machine runs two engines, one core each: the same pairs
@@ -715,7 +721,7 @@ if has scaling; then
 	memif_frames 4096
 	scale_pairs remote main_cyc_per_msg "client cycles/msg" pair_scale
 	echo
-	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N of $REPS windows. (load at end: $(load))"
+	echo "Median ratio $(fmt "$PAIRS_MEDIAN" 3) over $PAIRS_N of $SCALE_REPS windows. (load at end: $(load))"
 	[ -n "$PAIRS_MEDIAN" ] && TGT[qps2]=$PAIRS_MEDIAN && TGT[qps2_pairs]=$PAIRS_N
 fi
 
