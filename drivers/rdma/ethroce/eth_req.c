@@ -1177,6 +1177,16 @@ void eth_req_progress(struct droce_qp *qp, uint32_t *budget)
 			fail_current(qp, idx, IBV_WC_LOC_QP_OP_ERR);
 			return;
 		}
+		if (unlikely(qp->req_off != 0 &&
+			     (v.op != st->opcode || v.length != st->length))) {
+			/* A message part sent (or rewound to by go-back-N)
+			 * whose WQE the application has since rewritten: the
+			 * rest no longer fits it. Send none of it: an inline
+			 * payload now shorter than req_off would be read past
+			 * its slot, out of the ring. */
+			fail_current(qp, idx, IBV_WC_LOC_QP_OP_ERR);
+			return;
+		}
 		if (v.op == MLX5_OPCODE_UMR || v.op == MLX5_OPCODE_LOCAL_INVAL) {
 			if (qp->req_off == 0 && (int32_t)(idx - qp->req_hwm) >= 0) {
 				/* First time here: a fresh slot. */
