@@ -1988,6 +1988,8 @@ static void t_destroy_order(void)
 	struct dt_cq cq;
 	struct dt_qp_cfg q;
 	struct ibv_qp *qp;
+	struct ibv_ah_attr aa;
+	struct ibv_ah *ah;
 	uint8_t *buf = dt_alloc(4096);
 	int r;
 
@@ -2017,6 +2019,22 @@ static void t_destroy_order(void)
 	EXPECT_OK(ibv_destroy_qp(qp));
 	EXPECT_RET(ibv_dealloc_pd(pd), EBUSY);	/* the MR is still there */
 	EXPECT_OK(ibv_dereg_mr(mr));
+	/* an AH is one of the PD's users too (k:core verbs.c
+	 * rdma_create_ah() counts it in pd->usecnt); found by fuzz_verbs */
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	aa.grh.dgid.raw[10] = 0xff;
+	aa.grh.dgid.raw[11] = 0xff;
+	aa.grh.dgid.raw[12] = 198;
+	aa.grh.dgid.raw[13] = 18;
+	aa.grh.dgid.raw[15] = 2;
+	ah = ibv_create_ah(pd, &aa);
+	CHECK_PTR(ah);
+	EXPECT_RET(ibv_dealloc_pd(pd), EBUSY);
+	EXPECT_OK(ibv_destroy_ah(ah));
 	EXPECT_OK(ibv_dealloc_pd(pd));
 	dt_cq_destroy(&cq);
 	free(buf);
