@@ -183,6 +183,14 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 		errno = EINVAL;
 		return NULL;
 	}
+	/* Every object named must be of this context, as uverbs finds them
+	 * only among the caller's handles (EINVAL). A CQ or SRQ of another
+	 * device would be written by that device's engine and this one's. */
+	if (a->send_cq->context != ctx || a->recv_cq->context != ctx ||
+	    (a->srq != NULL && a->srq->context != ctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UC &&
 	    a->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;	/* XRC, raw packet, DC: not here */

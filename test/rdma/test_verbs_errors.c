@@ -518,9 +518,11 @@ static void expect_qp_fails_at(int line, const char *what,
 
 static void t_qp_limits(void)
 {
-	struct dt_cq cq;
+	struct dt_cq cq, cqB;
 	struct ibv_qp_init_attr ia, base;
 	struct ibv_qp_init_attr_ex iax;
+	struct ibv_srq_init_attr sa;
+	struct ibv_srq *srqB;
 	struct ibv_qp *qp, *qp2;
 	struct ibv_qp_attr qa;
 
@@ -560,6 +562,27 @@ static void t_qp_limits(void)
 	ia = base;
 	ia.recv_cq = NULL;
 	expect_qp_fails_at(__LINE__, "recv_cq NULL", &ia, EINVAL);
+	/* a CQ of another context: uverbs finds handles only among the
+	 * caller's (k:core uverbs_cmd.c create_qp: uobj_get_obj_read ->
+	 * -EINVAL); here another device's, whose engine writes it. Found
+	 * by fuzz_verbs. */
+	dt_cq_create(B, 16, false, &cqB);
+	ia = base;
+	ia.send_cq = cqB.cq;
+	expect_qp_fails_at(__LINE__, "send_cq of another context", &ia, EINVAL);
+	ia = base;
+	ia.recv_cq = cqB.cq;
+	expect_qp_fails_at(__LINE__, "recv_cq of another context", &ia, EINVAL);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 4;
+	sa.attr.max_sge = 1;
+	srqB = ibv_create_srq(B->pd, &sa);
+	CHECK_PTR(srqB);
+	ia = base;
+	ia.srq = srqB;
+	expect_qp_fails_at(__LINE__, "SRQ of another context", &ia, EINVAL);
+	EXPECT_OK(ibv_destroy_srq(srqB));
+	dt_cq_destroy(&cqB);
 
 	/* ibv_wr_post(3): "If the QP does not support all the requested work
 	 * request types then QP creation will fail" (rxe.c check_qp_init_attr:
