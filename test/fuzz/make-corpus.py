@@ -4,6 +4,7 @@
 Linux rdma_rxe captures in test/roce/rxe-pcap and from droce itself.
 
     test/fuzz/make-corpus.py [--pcap DIR] [--fuzz-rx BUILD/test/fuzz/fuzz_rx]
+                             [--only parse_rx|post|verbs]
 
 corpus_parse  RoCE frames of the captures (a few per opcode and size),
               plus VLAN-tagged and IPv6 variants (ICRC recomputed here, by
@@ -14,6 +15,8 @@ corpus_rx     the same frames as fuzz_rx inputs: one record each, and whole
               set-up byte that makes the attacked QP wait for them. With
               --fuzz-rx, also droce's own traffic (FZ_GEN_CORPUS).
 corpus_post   hand-made send queue contents and work requests.
+corpus_verbs  verbs programs: an RC pair and a UD pair on both devices,
+              each operation, objects torn down in flight.
 Only the standard library; the corpora stay small (a few hundred KB)."""
 import argparse
 import glob
@@ -301,20 +304,137 @@ def make_post(out):
         write(out, 'wr_op%d' % op, bytes([0x02, 0, 0]) + body + b'\0')
 
 
+# fuzz_verbs programs: records as fuzz_verbs.c decodes them (op byte, then
+# its arguments). Device A is ctx selector 0, device B 3.
+def v_pd(slot, dev):
+    return bytes([0, slot, dev])
+
+
+def v_cq(slot, dev, cqe=64):
+    return bytes([2, slot, dev, cqe])
+
+
+def v_qp(slot, pd, cq, typ=0, nwr=32):
+    # f: the type in bits 0-1 (RC, UC, UD); c: 0x80 | cq = one CQ for both
+    return bytes([7, slot, typ, pd, 0x80 | cq, nwr, nwr, 2, 2, 1])
+
+
+def v_mr(slot, pd, off, length, access=0x1f):
+    return bytes([14, slot, pd << 4]) + struct.pack('>HH', off, length) + \
+        bytes([access])
+
+
+def v_modify(slot, step, peer, gid_sel, g=2):
+    # step 0 INIT, 1 RTR, 2 RTS (mask_of / next_of); g=2: MTU 1024,
+    # timeout 2, rnr_retry 2; the AV to the other device (gid_sel 0: B,
+    # 1: A); rate limit unused
+    return bytes([9, slot, step, g, 0, peer, 0x0f, 0x01, gid_sel, 0, 0, 0]) + \
+        b'\0' * 4
+
+
+def v_ud_modify(slot, step):
+    # step 3: RESET->INIT with a Q_Key; then RTR and RTS by state only
+    f = {0: 3, 1: 4, 2: 5}[step]
+    g = {0: 2, 1: 0x80, 2: 0x80}[step]
+    body = bytes([9, slot, f, g])
+    if g & 0x80:
+        body += bytes([2 if step == 1 else 3])     # IBV_QPS_RTR, _RTS
+    return body + bytes([0, 0xe0]) + b'\0\0\0\0' + bytes([0x0f, 0x01, 0, 0, 0, 0]) + b'\0' * 4
+
+
+def v_sge(off, length, mr):
+    return struct.pack('>HH', off, length) + bytes([0, mr])
+
+
+def v_send(slot, op, flags, sges, raddr_mr=1, rkey_sel=1, extra=b''):
+    body = bytes([17, slot, 0, op, flags, len(sges)]) + b''.join(sges)
+    body += struct.pack('>I', 0x01020304)
+    if op in (5, 6):
+        body += bytes([raddr_mr]) + b'\0\0' + bytes([rkey_sel]) + \
+            struct.pack('>QQ', 7, 9)
+    elif op in (7, 9):
+        body += bytes([rkey_sel])
+    elif op != 8:
+        body += bytes([raddr_mr]) + b'\0\0' + bytes([rkey_sel])
+    return body + extra
+
+
+def v_recv(slot, sges):
+    return bytes([18, slot, 0, len(sges)]) + b''.join(sges)
+
+
+def v_poll(n=63):
+    return bytes([19, n])
+
+
+def make_verbs(out):
+    pair = (v_pd(0, 0) + v_pd(1, 3) + v_cq(0, 0) + v_cq(1, 3) +
+            v_qp(0, 0, 0) + v_qp(1, 1, 1) +
+            v_mr(0, 0, 0, 16384) + v_mr(1, 1, 0x4000, 16384))
+    conn = b''
+    for step in range(3):
+        conn += v_modify(0, step, 1, 0) + v_modify(1, step, 0, 1)
+    recv = v_recv(1, [v_sge(0x4000, 0x0641, 1)])
+    write(out, 'rc_pair', pair + conn)
+    ops = [(0, 'write'), (1, 'write_imm'), (2, 'send'), (3, 'send_imm'),
+           (4, 'read'), (5, 'cas'), (6, 'faa')]
+    for op, name in ops:
+        n = 8 if op in (5, 6) else 0x0541
+        body = pair + conn + recv + v_send(0, op, 0x02, [v_sge(0, n, 0)]) + v_poll()
+        write(out, 'rc_%s' % name, body)
+        # the same, then torn down while in flight
+        write(out, 'rc_%s_destroyed' % name,
+              pair + conn + recv + v_send(0, op, 0x02, [v_sge(0, n, 0)]) +
+              bytes([8, 0]) + bytes([14, 1, 0x10, 0, 0, 0, 0, 0]) + v_poll())
+    # inline SEND
+    write(out, 'rc_send_inline', pair + conn + recv +
+          v_send(0, 2, 0x0a, [v_sge(0, 64, 0)]) + v_poll())
+    # type-1 window on B's MR (B's PD), bound on B's QP, then A WRITEs
+    # through it (the window's rkey: pick_rkey 0x81, slot 0)
+    write(out, 'rc_mw', pair + conn + bytes([15, 0, 0x10]) +
+          bytes([15, 0, 0x12, 1, 1, 2]) + struct.pack('>HH', 0x4000, 512) +
+          bytes([0x06]) + v_poll() +
+          v_send(0, 0, 0x02, [v_sge(0, 100, 0)], rkey_sel=0x81) + v_poll())
+    # UD pair with an AH to B
+    ud = (v_pd(0, 0) + v_pd(1, 3) + v_cq(0, 0) + v_cq(1, 3) +
+          v_qp(0, 0, 0, typ=2) + v_qp(1, 1, 1, typ=2) +
+          v_mr(0, 0, 0, 16384) + v_mr(1, 1, 0x4000, 16384) +
+          bytes([16, 0, 0x00, 0x01, 0x00]))
+    for step in range(3):
+        ud += v_ud_modify(0, step) + v_ud_modify(1, step)
+    write(out, 'ud_send', ud + v_recv(1, [v_sge(0x4000, 0x0241, 1)]) +
+          v_send(0, 2, 0x02, [v_sge(0, 100, 0)], extra=bytes([0, 1, 0])) +
+          v_poll())
+    # SRQ, channel, resize, notify on their own
+    write(out, 'objects', v_pd(0, 0) + bytes([1, 0, 0]) +
+          bytes([2, 0, 0x10, 16]) + bytes([4, 0, 200]) + bytes([5, 0, 1]) +
+          bytes([6, 0, 0x00, 16, 2, 4]) + bytes([6, 0, 0x01, 8, 2, 4, 3]) +
+          bytes([0x8b, 0x00]) + bytes([0x8b, 0x04, 0]) + bytes([0x8b, 0x08, 0]) +
+          bytes([0x8b, 0x0c]))   # 0x8b: op 19 with 0x80, a query
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--pcap', default=os.path.join(HERE, '..', 'roce',
                                                    'rxe-pcap'))
     ap.add_argument('--fuzz-rx', help='fuzz_rx binary: add droce\'s own traffic')
+    ap.add_argument('--only', choices=('parse_rx', 'post', 'verbs'),
+                    help='remake only these corpora')
     a = ap.parse_args()
-    out = {n: os.path.join(HERE, 'corpus_' + n) for n in ('parse', 'rx', 'post')}
+    names = {'parse_rx': ('parse', 'rx'), 'post': ('post',),
+             'verbs': ('verbs',)}.get(a.only, ('parse', 'rx', 'post', 'verbs'))
+    out = {n: os.path.join(HERE, 'corpus_' + n) for n in names}
     for d in out.values():
         clean(d)
-    make_parse_rx(a.pcap, out['parse'], out['rx'])
-    make_parse_build(out['parse'])
-    make_post(out['post'])
-    if a.fuzz_rx:
+    if 'parse' in out:
+        make_parse_rx(a.pcap, out['parse'], out['rx'])
+        make_parse_build(out['parse'])
+    if 'post' in out:
+        make_post(out['post'])
+    if 'verbs' in out:
+        make_verbs(out['verbs'])
+    if a.fuzz_rx and 'rx' in out:
         tmp = tempfile.mkdtemp()
         try:
             env = dict(os.environ, FZ_GEN_CORPUS=tmp)
