@@ -2,8 +2,8 @@
 /*
  * fuzz_verbs: the control path with a hostile application. The input is a
  * program of verbs calls with arbitrary arguments over a small table of
- * objects of its own (PDs, completion channels, CQs, SRQs, QPs, MRs, MWs,
- * AHs) on both devices, interleaved with posts, polls and engine turns, so
+ * objects of its own (PDs, thread and parent domains, completion channels,
+ * CQs, SRQs, QPs, MRs, MWs, AHs) on both devices, interleaved with posts, polls and engine turns, so
  * that objects are modified, resized, deregistered and destroyed while
  * traffic is in flight. After the program every object left is destroyed.
  *
@@ -11,8 +11,8 @@
  * - nothing crashes, ASan and UBSan stay quiet;
  * - a call that fails returns (or sets errno to) an errno rdma-core
  *   documents for it; ibv_rereg_mr one of enum ibv_rereg_mr_err_code;
- * - a PD, CQ, SRQ or channel still in use cannot be freed (EBUSY), and
- *   once its users are gone it can;
+ * - a PD, thread domain, CQ, SRQ or channel still in use cannot be freed
+ *   (EBUSY), and once its users are gone it can;
  * - what a successful call reports holds: a QP's state after
  *   ibv_modify_qp, capacities at least those asked for;
  * - async events name live objects;
@@ -46,15 +46,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define ARENA_LEN	(ARENA_MR + ARENA_GUARD)
 #define ARENA_FILL	0x5a
 
-enum { NPD = 4, NCH = 2, NCQ = 4, NSRQ = 2, NQP = 6, NMR = 6, NMW = 3,
-       NAH = 3 };
+enum { NPD = 4, NTD = 2, NCH = 2, NCQ = 4, NSRQ = 2, NQP = 6, NMR = 6,
+       NMW = 3, NAH = 3 };
 
 static struct {
-	struct ibv_pd *pd[NPD];
+	struct ibv_pd *pd[NPD];		/* PDs and parent domains */
+	struct ibv_pd *pd_base[NPD];	/* a parent domain's PD */
+	struct ibv_td *pd_td[NPD];	/* a parent domain's thread domain */
+	struct ibv_td *td[NTD];
 	struct ibv_comp_channel *ch[NCH];
 	struct ibv_cq *cq[NCQ];
 	bool cq_ex[NCQ];
 	uint64_t cq_wc_flags[NCQ];	/* what a CQE of an extended CQ has */
+	struct ibv_pd *cq_pd[NCQ];	/* the parent domain it was made in */
 	struct ibv_srq *srq[NSRQ];
 	struct ibv_qp *qp[NQP];
 	struct ibv_mr *mr[NMR];
@@ -156,6 +160,20 @@ static bool pd_used(const struct ibv_pd *pd)
 			return true;
 	for (int i = 0; i < NAH; i++)
 		if (o.ah[i] && o.ah[i]->pd == pd)
+			return true;
+	for (int i = 0; i < NPD; i++)
+		if (o.pd[i] && o.pd_base[i] == pd)
+			return true;
+	for (int i = 0; i < NCQ; i++)
+		if (o.cq[i] && o.cq_pd[i] == pd)
+			return true;
+	return false;
+}
+
+static bool td_used(const struct ibv_td *td)
+{
+	for (int i = 0; i < NPD; i++)
+		if (o.pd[i] && o.pd_td[i] == td)
 			return true;
 	return false;
 }
@@ -573,7 +591,7 @@ static void op_post_recv(struct in *in)
 
 /* To ERR first: a QP of an app-driven device destroyed while it talks
  * lingers up to 50 ms (rdma_qp.c linger) for its peer's last requests;
- * op_destroy_qp does that, the cleanup need not. */
+ * op_destroy_qp does that now and then, the cleanup never. */
 static void qp_to_err(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -678,8 +696,9 @@ static void op_destroy_qp(struct in *in)
 
 	if (o.qp[slot] == NULL)
 		return;
-	if (!(s & 0x80))
-		qp_to_err(o.qp[slot]);	/* else it may linger (destroy_all) */
+	/* Now and then as it is, to linger (50 ms: few, for the rate). */
+	if ((s & 0xe0) != 0xe0)
+		qp_to_err(o.qp[slot]);
 	ret = ibv_destroy_qp(o.qp[slot]);
 	if (ret)
 		DIE("ibv_destroy_qp: %d", ret);
@@ -861,6 +880,8 @@ static void op_create_cq(struct in *in)
 
 	if (o.cq[slot])
 		return;
+	o.cq_pd[slot] = NULL;
+	o.cq_wc_flags[slot] = 0;
 	if (f & 0x80) {
 		struct ibv_cq_init_attr_ex a;
 
@@ -872,12 +893,17 @@ static void op_create_cq(struct in *in)
 			     IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
 		a.comp_mask = u8(in) & 0x80 ? u32(in) : 0;
 		a.flags = u8(in) & 0x80 ? u32(in) : 0;
+		if (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
+			a.parent_domain = o.pd[u8(in) % NPD];
 		cq = (struct ibv_cq *)ibv_create_cq_ex(ctx, &a);
 		o.cq_wc_flags[slot] = a.wc_flags;
+		o.cq_pd[slot] = cq && (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ?
+				a.parent_domain : NULL;
 	} else {
 		cq = ibv_create_cq(ctx, (int)cqe, NULL, ch, vec);
 	}
-	TRACE("create_cq %u: %s\n", cqe, cq ? "ok" : strerror(errno));
+	TRACE("create_cq %u in parent domain %p: %s\n", cqe,
+	      (void *)o.cq_pd[slot], cq ? "ok" : strerror(errno));
 	if (cq == NULL) {
 		want_errno("ibv_create_cq", errno);
 		return;
@@ -899,6 +925,7 @@ static void op_destroy_cq(struct in *in)
 		return;
 	used = cq_used(cq);
 	ret = ibv_destroy_cq(cq);
+	TRACE("destroy_cq slot %d (in use: %d): %d\n", slot, used, ret);
 	if (used) {
 		if (ret != EBUSY)
 			DIE("ibv_destroy_cq of a CQ in use: %d, not EBUSY", ret);
@@ -1031,21 +1058,73 @@ static void op_srq(struct in *in)
 
 /* ------------------------------------------------ PDs, MRs, MWs, AHs */
 
+/*
+ * f: bits 0-1 the context, 0x40 a parent domain over PD slot (f >> 2) & 3
+ * (in the base's context unless 0x80), with thread domain (f >> 4) & 1 if
+ * 0x20 (made first if there is none). On a taken slot, 0x40 frees that
+ * thread domain instead of the PD.
+ */
 static void op_pd(struct in *in)
 {
 	int slot = u8(in) % NPD;
 	uint8_t f = u8(in);
+	int t = (f >> 4) & 1;
 	bool used;
 	int ret;
 
+	if (o.pd[slot] == NULL && (f & 0x40)) {
+		struct ibv_parent_domain_init_attr pa;
+		struct ibv_pd *base = o.pd[(f >> 2) % NPD];
+
+		if (base == NULL)
+			return;
+		if ((f & 0x20) && o.td[t] == NULL) {
+			struct ibv_td_init_attr ta = { .comp_mask = 0 };
+
+			o.td[t] = ibv_alloc_td(base->context, &ta);
+			if (o.td[t] == NULL)
+				DIE("ibv_alloc_td: %s", strerror(errno));
+		}
+		memset(&pa, 0, sizeof(pa));
+		pa.pd = base;
+		pa.td = (f & 0x20) ? o.td[t] : NULL;
+		pa.comp_mask = u8(in) & 0x80 ? u32(in) : 0;
+		o.pd[slot] = ibv_alloc_parent_domain(f & 0x80 ? ctx_of(f) :
+						     base->context, &pa);
+		TRACE("alloc_parent_domain slot %d over slot %d, td %p: %s %p\n",
+		      slot, (f >> 2) % NPD, (void *)pa.td,
+		      o.pd[slot] ? "ok" : strerror(errno), (void *)o.pd[slot]);
+		if (o.pd[slot] == NULL) {
+			want_errno("ibv_alloc_parent_domain", errno);
+			return;
+		}
+		if (o.pd_base[(f >> 2) % NPD] ||
+		    o.pd[slot]->context != base->context)
+			DIE("ibv_alloc_parent_domain over a parent domain or "
+			    "a PD of another context");
+		o.pd_base[slot] = base;
+		o.pd_td[slot] = pa.td;
+		return;
+	}
 	if (o.pd[slot] == NULL) {
 		o.pd[slot] = ibv_alloc_pd(ctx_of(f));
+		TRACE("alloc_pd slot %d: %p\n", slot, (void *)o.pd[slot]);
 		if (o.pd[slot] == NULL)
 			want_errno("ibv_alloc_pd", errno);
 		return;
 	}
+	if ((f & 0x40) && o.td[t]) {
+		used = td_used(o.td[t]);
+		ret = ibv_dealloc_td(o.td[t]);
+		if (used ? ret != EBUSY : ret != 0)
+			DIE("ibv_dealloc_td (in use: %d): %d", used, ret);
+		if (!used)
+			o.td[t] = NULL;
+		return;
+	}
 	used = pd_used(o.pd[slot]);
 	ret = ibv_dealloc_pd(o.pd[slot]);
+	TRACE("dealloc_pd slot %d (in use: %d): %d\n", slot, used, ret);
 	if (used) {
 		if (ret != EBUSY)
 			DIE("ibv_dealloc_pd of a PD in use: %d, not EBUSY", ret);
@@ -1054,6 +1133,8 @@ static void op_pd(struct in *in)
 	if (ret)
 		DIE("ibv_dealloc_pd: %d", ret);
 	o.pd[slot] = NULL;
+	o.pd_base[slot] = NULL;
+	o.pd_td[slot] = NULL;
 }
 
 static void op_mr(struct in *in)
@@ -1234,9 +1315,16 @@ static void destroy_all(void)
 	for (int i = 0; i < NCH; i++)
 		if (o.ch[i] && ibv_destroy_comp_channel(o.ch[i]))
 			DIE("cleanup: ibv_destroy_comp_channel");
-	for (int i = 0; i < NPD; i++)
-		if (o.pd[i] && ibv_dealloc_pd(o.pd[i]))
-			DIE("cleanup: ibv_dealloc_pd");
+	for (int pass = 0; pass < 2; pass++)	/* parent domains first */
+		for (int i = 0; i < NPD; i++)
+			if (o.pd[i] && (pass || o.pd_base[i]) &&
+			    ibv_dealloc_pd(o.pd[i]))
+				DIE("cleanup: ibv_dealloc_pd");
+			else if (pass || o.pd_base[i])
+				o.pd[i] = NULL;
+	for (int i = 0; i < NTD; i++)
+		if (o.td[i] && ibv_dealloc_td(o.td[i]))
+			DIE("cleanup: ibv_dealloc_td");
 	memset(&o, 0, sizeof(o));
 }
 

@@ -386,6 +386,15 @@ def make_verbs(out):
         write(out, 'rc_%s_destroyed' % name,
               pair + conn + recv + v_send(0, op, 0x02, [v_sge(0, n, 0)]) +
               bytes([8, 0]) + bytes([14, 1, 0x10, 0, 0, 0, 0, 0]) + v_poll())
+    # QPs and MRs in parent domains with thread domains (lock-free posts)
+    pdom = (v_pd(0, 0) + v_pd(1, 3) + bytes([0, 2, 0x60, 0]) +
+            bytes([0, 3, 0x74, 0]) + v_cq(0, 0) + v_cq(1, 3) +
+            v_qp(0, 2, 0) + v_qp(1, 3, 1) +
+            v_mr(0, 2, 0, 16384) + v_mr(1, 3, 0x4000, 16384))
+    for op, name in ops:
+        n = 8 if op in (5, 6) else 0x0541
+        write(out, 'pdom_%s' % name, pdom + conn + recv +
+              v_send(0, op, 0x02, [v_sge(0, n, 0)]) + v_poll())
     # inline SEND
     write(out, 'rc_send_inline', pair + conn + recv +
           v_send(0, 2, 0x0a, [v_sge(0, 64, 0)]) + v_poll())
