@@ -404,11 +404,11 @@ if [ $STAMPS = 1 ] &&
 		# stamps.py reads the middle 80 % of the client's stamped time,
 		# whose tail (the last polls, the end of the run) varies: 97 of
 		# the 200 signalled WQEs fell in it once under the sanitizers in
-		# CI (118-130 in three runs after); what counts is that it
-		# follows every one
+		# CI (118-130 in three runs after), and 44 in another; what
+		# counts is that it follows every one, of a tenth at least
 		echo "$out" | awk '/^signalled WQEs:/ { s = $3 + 0; f = $NF + 0 }
 			/^  total / { t = $2 + 0 }
-			END { exit !(s >= 50 && f == s && t > 0) }' ||
+			END { exit !(s >= 20 && f == s && t > 0) }' ||
 			fail "write_bw-stamps: stamps.py did not follow every signalled WQE: $(echo "$out" | grep -E '^(signalled|  total)')"
 	fi
 fi
