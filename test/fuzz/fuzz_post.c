@@ -42,37 +42,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define SCRATCH_LEN	65536
 static uint8_t *scratch;
 
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t u8(struct in *in)
-{
-	uint8_t v = 0;
-
-	if (in->n) {
-		v = *in->p++;
-		in->n--;
-	}
-	return v;
-}
-
-static uint16_t u16(struct in *in)
-{
-	return (uint16_t)(u8(in) << 8 | u8(in));
-}
-
-static uint32_t u32(struct in *in)
-{
-	return (uint32_t)u16(in) << 16 | u16(in);
-}
-
-static uint64_t u64(struct in *in)
-{
-	return (uint64_t)u32(in) << 32 | u32(in);
-}
-
 /* A local key and address: mostly inside one of A's MRs. */
 static const int lkeys[8] = {
 	FZ_MR_LOCAL, FZ_MR_RECV, FZ_MR_RW, FZ_MR_RO, FZ_MR_NONE, FZ_MR_DEAD,
@@ -129,7 +98,7 @@ static void make_plausible(uint8_t *w, uint32_t stride, const struct fz_qp *q)
 	}
 }
 
-static void write_slots(const struct fz_qp *q, struct in *in, uint32_t n,
+static void write_slots(const struct fz_qp *q, struct fz_in *in, uint32_t n,
 			bool plausible)
 {
 	struct droce_qp *dq = q->dq;
@@ -139,7 +108,7 @@ static void write_slots(const struct fz_qp *q, struct in *in, uint32_t n,
 
 		memset(w, 0, dq->sq_stride);
 		for (uint32_t k = 0; k < dq->sq_stride && in->n; k++)
-			w[k] = u8(in);
+			w[k] = fz_u8(in);
 		if (plausible)
 			make_plausible(w, dq->sq_stride, q);
 		dq->sq_wrid[i & (dq->sq_cnt - 1)] = 0xf000 + i;
@@ -147,17 +116,17 @@ static void write_slots(const struct fz_qp *q, struct in *in, uint32_t n,
 }
 
 static void mode_raw(const struct fz_qp *q, uint8_t m, uint8_t p,
-		     struct in *in, bool again)
+		     struct fz_in *in, bool again)
 {
 	struct droce_qp *dq = q->dq;
 	uint32_t n = (p & 7) + 1, db = n;
 	size_t half = in->n / 2;
-	struct in second = { in->p + half, in->n - half };
+	struct fz_in second = { in->p + half, in->n - half };
 
 	if (again)
 		in->n = half;
 	if (m & 0x80)
-		db = u32(in);
+		db = fz_u32(in);
 	fz_lock();
 	write_slots(q, in, n, m & 8);
 	/* What ibv_post_send does: the doorbell record, then notify. */
@@ -176,18 +145,18 @@ static void mode_raw(const struct fz_qp *q, uint8_t m, uint8_t p,
 
 /* --------------------------------------------------------- verbs API */
 
-static void sge_of(struct in *in, struct ibv_sge *sg, bool inl)
+static void sge_of(struct fz_in *in, struct ibv_sge *sg, bool inl)
 {
-	uint8_t s = u8(in);
-	uint16_t off = u16(in);
-	uint32_t len = u16(in);
+	uint8_t s = fz_u8(in);
+	uint16_t off = fz_u16(in);
+	uint32_t len = fz_u16(in);
 
 	if (s == 0xee) {
 		/* an application that lies about its buffer's length: only
 		 * ever harmful if droce believes it (the lengths of an inline
 		 * WR must be checked before anything is copied) */
 		sg->addr = (uintptr_t)scratch;
-		sg->length = u32(in);
+		sg->length = fz_u32(in);
 		sg->lkey = 0;
 		return;
 	}
@@ -195,7 +164,7 @@ static void sge_of(struct in *in, struct ibv_sge *sg, bool inl)
 		/* unregistered application memory (inline data only) */
 		sg->addr = (uintptr_t)scratch + off % SCRATCH_LEN;
 		sg->length = RTE_MIN(len, (uint32_t)(SCRATCH_LEN - off % SCRATCH_LEN));
-		sg->lkey = u32(in);
+		sg->lkey = fz_u32(in);
 		return;
 	}
 	{
@@ -203,25 +172,25 @@ static void sge_of(struct in *in, struct ibv_sge *sg, bool inl)
 		size_t o = off % m->len;
 
 		sg->addr = (uintptr_t)m->buf + o;
-		sg->lkey = (s & 8) ? u32(in) : m->key;
+		sg->lkey = (s & 8) ? fz_u32(in) : m->key;
 		/* The application's own buffer: inline data is copied from
 		 * it, so it must be readable; otherwise the engine checks. */
 		if (inl || !(s & 0x10))
 			sg->length = RTE_MIN(len, (uint32_t)(m->len - o));
 		else
-			sg->length = (s & 0x20) ? u32(in) : len;
+			sg->length = (s & 0x20) ? fz_u32(in) : len;
 	}
 }
 
-static void mode_verbs(const struct fz_qp *q, struct in *in)
+static void mode_verbs(const struct fz_qp *q, struct fz_in *in)
 {
 	struct ibv_send_wr wr[4], *bad = NULL;
 	struct ibv_sge sg[4][20];
-	int nwr = 1 + (u8(in) & 3), ret;
+	int nwr = 1 + (fz_u8(in) & 3), ret;
 
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < nwr; i++) {
-		uint8_t op = u8(in), fl = u8(in), ns = u8(in);
+		uint8_t op = fz_u8(in), fl = fz_u8(in), ns = fz_u8(in);
 		const struct fz_mr *r = &fz.mr[rkeys[op >> 6]];
 		bool inl;
 
@@ -237,22 +206,22 @@ static void mode_verbs(const struct fz_qp *q, struct in *in)
 		memset(sg[i], 0, sizeof(sg[i]));
 		for (int k = 0; k < wr[i].num_sge; k++)
 			sge_of(in, &sg[i][k], inl);
-		wr[i].imm_data = u32(in);
+		wr[i].imm_data = fz_u32(in);
 		if (fl & 0x80) {
-			wr[i].wr.atomic.remote_addr = u64(in);
-			wr[i].wr.atomic.rkey = u32(in);
+			wr[i].wr.atomic.remote_addr = fz_u64(in);
+			wr[i].wr.atomic.rkey = fz_u32(in);
 		} else if (wr[i].opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 			   wr[i].opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			wr[i].wr.atomic.remote_addr = addr_in(r, u16(in));
+			wr[i].wr.atomic.remote_addr = addr_in(r, fz_u16(in));
 			wr[i].wr.atomic.rkey = r->key;
 		} else {
-			wr[i].wr.rdma.remote_addr = addr_in(r, u16(in));
+			wr[i].wr.rdma.remote_addr = addr_in(r, fz_u16(in));
 			wr[i].wr.rdma.rkey = r->key;
 		}
 		if (wr[i].opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		    wr[i].opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			wr[i].wr.atomic.compare_add = u64(in);
-			wr[i].wr.atomic.swap = u64(in);
+			wr[i].wr.atomic.compare_add = fz_u64(in);
+			wr[i].wr.atomic.swap = fz_u64(in);
 		}
 	}
 	ret = ibv_post_send(q->qp, wr, &bad);
@@ -263,33 +232,33 @@ static void mode_verbs(const struct fz_qp *q, struct in *in)
 	fz_poll(1);
 }
 
-static void mode_wr(const struct fz_qp *q, struct in *in)
+static void mode_wr(const struct fz_qp *q, struct fz_in *in)
 {
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(q->qp);
-	int nops = 1 + (u8(in) & 7);
+	int nops = 1 + (fz_u8(in) & 7);
 
 	if (x == NULL)
 		return;
 	ibv_wr_start(x);
 	for (int i = 0; i < nops; i++) {
-		uint8_t op = u8(in), data = u8(in);
+		uint8_t op = fz_u8(in), data = fz_u8(in);
 		const struct fz_mr *r = &fz.mr[rkeys[op >> 6]];
-		uint64_t ra = addr_in(r, u16(in));
+		uint64_t ra = addr_in(r, fz_u16(in));
 		struct ibv_sge sg[20];
 		struct ibv_data_buf db[20];
 		unsigned int nsg = (data >> 3) % 21;
 
 		x->wr_id = 0xd000 + (uint64_t)i;
-		x->wr_flags = u8(in) & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+		x->wr_flags = fz_u8(in) & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
 					IBV_SEND_SOLICITED);
 		switch (op & 7) {
 		case 0: ibv_wr_send(x); break;
-		case 1: ibv_wr_send_imm(x, u32(in)); break;
+		case 1: ibv_wr_send_imm(x, fz_u32(in)); break;
 		case 2: ibv_wr_rdma_write(x, r->key, ra); break;
-		case 3: ibv_wr_rdma_write_imm(x, r->key, ra, u32(in)); break;
+		case 3: ibv_wr_rdma_write_imm(x, r->key, ra, fz_u32(in)); break;
 		case 4: ibv_wr_rdma_read(x, r->key, ra); break;
-		case 5: ibv_wr_atomic_cmp_swp(x, r->key, ra & ~7ull, u64(in), u64(in)); break;
-		case 6: ibv_wr_atomic_fetch_add(x, r->key, ra & ~7ull, u64(in)); break;
+		case 5: ibv_wr_atomic_cmp_swp(x, r->key, ra & ~7ull, fz_u64(in), fz_u64(in)); break;
+		case 6: ibv_wr_atomic_fetch_add(x, r->key, ra & ~7ull, fz_u64(in)); break;
 		default: break;	/* data without an open WQE */
 		}
 		memset(sg, 0, sizeof(sg));
@@ -315,7 +284,7 @@ static void mode_wr(const struct fz_qp *q, struct in *in)
 		default: break;	/* no data at all */
 		}
 	}
-	if (u8(in) & 1)
+	if (fz_u8(in) & 1)
 		ibv_wr_abort(x);
 	else
 		(void)ibv_wr_complete(x);
@@ -324,7 +293,7 @@ static void mode_wr(const struct fz_qp *q, struct in *in)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct in in = { data + 2, size >= 2 ? size - 2 : 0 };
+	struct fz_in in = { data + 2, size >= 2 ? size - 2 : 0 };
 	const struct fz_qp *q;
 	uint8_t m, p;
 

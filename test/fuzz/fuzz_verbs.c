@@ -83,37 +83,6 @@ static unsigned long n_inputs;
 			fprintf(stderr, "fuzz_verbs: " __VA_ARGS__);	\
 	} while (0)
 
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint8_t u8(struct in *in)
-{
-	uint8_t v = 0;
-
-	if (in->n) {
-		v = *in->p++;
-		in->n--;
-	}
-	return v;
-}
-
-static uint16_t u16(struct in *in)
-{
-	return (uint16_t)(u8(in) << 8 | u8(in));
-}
-
-static uint32_t u32(struct in *in)
-{
-	return (uint32_t)u16(in) << 16 | u16(in);
-}
-
-static uint64_t u64(struct in *in)
-{
-	return (uint64_t)u32(in) << 32 | u32(in);
-}
-
 static struct ibv_context *ctx_of(uint8_t sel)
 {
 	return (sel & 3) == 3 ? fz.ctx_b : fz.ctx_a;
@@ -332,10 +301,10 @@ static size_t heap_bytes(void)
 /* --------------------------------------------------------- arguments */
 
 /* An address and length inside the registrable part of the arena. */
-static void arena_range(struct in *in, uint64_t *addr, uint64_t *len)
+static void arena_range(struct fz_in *in, uint64_t *addr, uint64_t *len)
 {
-	uint32_t off = u16(in) % ARENA_MR;
-	uint32_t n = u16(in);
+	uint32_t off = fz_u16(in) % ARENA_MR;
+	uint32_t n = fz_u16(in);
 
 	if (n > ARENA_MR - off)
 		n = ARENA_MR - off;
@@ -343,9 +312,9 @@ static void arena_range(struct in *in, uint64_t *addr, uint64_t *len)
 	*len = n;
 }
 
-static uint32_t pick_lkey(struct in *in)
+static uint32_t pick_lkey(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 
 	if (s < 0xf0) {
 		struct ibv_mr *mr = o.mr[s % NMR];
@@ -353,12 +322,12 @@ static uint32_t pick_lkey(struct in *in)
 		if (mr)
 			return mr->lkey;
 	}
-	return u32(in);
+	return fz_u32(in);
 }
 
-static uint32_t pick_rkey(struct in *in)
+static uint32_t pick_rkey(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 
 	if (s < 0x80) {
 		struct ibv_mr *mr = o.mr[s % NMR];
@@ -371,14 +340,14 @@ static uint32_t pick_rkey(struct in *in)
 		if (mw)
 			return mw->rkey;
 	}
-	return u32(in);
+	return fz_u32(in);
 }
 
 /* A remote address: in the arena, as the iova of a registration, or any. */
-static uint64_t pick_raddr(struct in *in)
+static uint64_t pick_raddr(struct fz_in *in)
 {
-	uint8_t s = u8(in);
-	uint16_t off = u16(in);
+	uint8_t s = fz_u8(in);
+	uint16_t off = fz_u16(in);
 
 	if (s < 0xc0) {
 		struct ibv_mr *mr = o.mr[s % NMR];
@@ -387,22 +356,22 @@ static uint64_t pick_raddr(struct in *in)
 			return (uintptr_t)mr->addr + off % 8192;
 		return (uintptr_t)arena + off % ARENA_MR;
 	}
-	return u64(in);
+	return fz_u64(in);
 }
 
-static uint32_t pick_qpn(struct in *in)
+static uint32_t pick_qpn(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 
 	if (s < 0xe0 && o.qp[s % NQP])
 		return o.qp[s % NQP]->qp_num;
-	return u32(in);
+	return fz_u32(in);
 }
 
 /* A GID: the other device's or this one's (IPv4-mapped), or any bytes. */
-static void pick_gid(struct in *in, union ibv_gid *g)
+static void pick_gid(struct fz_in *in, union ibv_gid *g)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 
 	memset(g, 0, sizeof(*g));
 	if (s < 0xc0) {
@@ -413,32 +382,32 @@ static void pick_gid(struct in *in, union ibv_gid *g)
 		memcpy(&g->raw[12], &ip, 4);
 	} else {
 		for (int k = 0; k < 16; k++)
-			g->raw[k] = u8(in);
+			g->raw[k] = fz_u8(in);
 	}
 }
 
-static void pick_ah_attr(struct in *in, struct ibv_ah_attr *a)
+static void pick_ah_attr(struct fz_in *in, struct ibv_ah_attr *a)
 {
-	uint8_t f = u8(in);
+	uint8_t f = fz_u8(in);
 
 	memset(a, 0, sizeof(*a));
 	a->is_global = f & 0x80 ? 0 : 1;
-	a->port_num = f & 0x40 ? (uint8_t)(u8(in) % 4) : 1;
-	a->grh.sgid_index = f & 0x20 ? u8(in) : (uint8_t)(f & 1);
-	a->grh.hop_limit = f & 0x10 ? u8(in) : 64;
-	a->grh.traffic_class = f & 0x08 ? u8(in) : 0;
-	a->grh.flow_label = f & 0x04 ? u32(in) : 0;
-	a->sl = f & 0x02 ? u8(in) : 0;
-	a->static_rate = f & 0x02 ? u8(in) : 0;
+	a->port_num = f & 0x40 ? (uint8_t)(fz_u8(in) % 4) : 1;
+	a->grh.sgid_index = f & 0x20 ? fz_u8(in) : (uint8_t)(f & 1);
+	a->grh.hop_limit = f & 0x10 ? fz_u8(in) : 64;
+	a->grh.traffic_class = f & 0x08 ? fz_u8(in) : 0;
+	a->grh.flow_label = f & 0x04 ? fz_u32(in) : 0;
+	a->sl = f & 0x02 ? fz_u8(in) : 0;
+	a->static_rate = f & 0x02 ? fz_u8(in) : 0;
 	pick_gid(in, &a->grh.dgid);
 }
 
-static int pick_access(struct in *in)
+static int pick_access(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 
 	if (s & 0x80)
-		return (int)u32(in);
+		return (int)fz_u32(in);
 	return s & 0x3f;	/* LOCAL_WRITE .. MW_BIND, ZERO_BASED */
 }
 
@@ -446,23 +415,23 @@ static int pick_access(struct in *in)
 
 #define MAX_SG	5
 
-static void fill_sges(struct in *in, struct ibv_sge *sg, int n, bool inl)
+static void fill_sges(struct fz_in *in, struct ibv_sge *sg, int n, bool inl)
 {
 	for (int k = 0; k < n; k++) {
 		uint64_t addr, len;
 
 		arena_range(in, &addr, &len);
-		if (!inl && (u8(in) & 0x80))
-			addr = u64(in);		/* the lkey must stop it */
+		if (!inl && (fz_u8(in) & 0x80))
+			addr = fz_u64(in);		/* the lkey must stop it */
 		if (!inl)
-			len = (len & 0xff) ? len % 5000 : u32(in);
+			len = (len & 0xff) ? len % 5000 : fz_u32(in);
 		sg[k].addr = addr;
 		sg[k].length = (uint32_t)len;
 		sg[k].lkey = pick_lkey(in);
 	}
 }
 
-static void op_post_send(struct in *in)
+static void op_post_send(struct fz_in *in)
 {
 	static const enum ibv_wr_opcode ops[] = {
 		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
@@ -470,27 +439,27 @@ static void op_post_send(struct in *in)
 		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
 		IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
 	};
-	struct ibv_qp *qp = o.qp[u8(in) % NQP];
+	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
 	struct ibv_send_wr wr[MAX_WR], *bad = NULL;
 	struct ibv_sge sg[MAX_WR][MAX_SG];
-	int nwr = 1 + u8(in) % MAX_WR, ret;
+	int nwr = 1 + fz_u8(in) % MAX_WR, ret;
 
 	if (qp == NULL)
 		return;
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < nwr; i++) {
-		uint8_t s = u8(in);
+		uint8_t s = fz_u8(in);
 		struct ibv_send_wr *w = &wr[i];
 
 		w->wr_id = 0x7700 + (uint64_t)i;
 		w->opcode = s < 0xf8 ? ops[s % RTE_DIM(ops)] :
-				       (enum ibv_wr_opcode)u8(in);
-		w->send_flags = u8(in) & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
+				       (enum ibv_wr_opcode)fz_u8(in);
+		w->send_flags = fz_u8(in) & (IBV_SEND_FENCE | IBV_SEND_SIGNALED |
 					  IBV_SEND_SOLICITED | IBV_SEND_INLINE);
-		w->num_sge = u8(in) % (MAX_SG + 1);
+		w->num_sge = fz_u8(in) % (MAX_SG + 1);
 		w->sg_list = sg[i];
 		fill_sges(in, sg[i], w->num_sge, w->send_flags & IBV_SEND_INLINE);
-		w->imm_data = u32(in);
+		w->imm_data = fz_u32(in);
 		if (i + 1 < nwr)
 			w->next = &wr[i + 1];
 		switch (w->opcode) {
@@ -498,12 +467,12 @@ static void op_post_send(struct in *in)
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
 			w->wr.atomic.remote_addr = pick_raddr(in);
 			w->wr.atomic.rkey = pick_rkey(in);
-			w->wr.atomic.compare_add = u64(in);
-			w->wr.atomic.swap = u64(in);
+			w->wr.atomic.compare_add = fz_u64(in);
+			w->wr.atomic.swap = fz_u64(in);
 			break;
 		case IBV_WR_BIND_MW: {
-			struct ibv_mw *mw = o.mw[u8(in) % NMW];
-			struct ibv_mr *mr = o.mr[u8(in) % NMR];
+			struct ibv_mw *mw = o.mw[fz_u8(in) % NMW];
+			struct ibv_mr *mr = o.mr[fz_u8(in) % NMR];
 			uint64_t addr, len;
 
 			if (mw == NULL || mr == NULL) {	/* an application's crash */
@@ -511,7 +480,7 @@ static void op_post_send(struct in *in)
 				break;
 			}
 			w->bind_mw.mw = mw;
-			w->bind_mw.rkey = u8(in) & 0x80 ? u32(in) :
+			w->bind_mw.rkey = fz_u8(in) & 0x80 ? fz_u32(in) :
 					  ibv_inc_rkey(mw->rkey);
 			w->bind_mw.bind_info.mr = mr;
 			arena_range(in, &addr, &len);
@@ -531,13 +500,13 @@ static void op_post_send(struct in *in)
 			break;
 		}
 		if (qp->qp_type == IBV_QPT_UD) {
-			struct ibv_ah *ah = o.ah[u8(in) % NAH];
+			struct ibv_ah *ah = o.ah[fz_u8(in) % NAH];
 
 			if (ah == NULL)		/* an application's crash */
 				return;
 			w->wr.ud.ah = ah;
 			w->wr.ud.remote_qpn = pick_qpn(in);
-			w->wr.ud.remote_qkey = u8(in) & 1 ? u32(in) : 0x11111111;
+			w->wr.ud.remote_qkey = fz_u8(in) & 1 ? fz_u32(in) : 0x11111111;
 		}
 	}
 	ret = ibv_post_send(qp, wr, &bad);
@@ -550,17 +519,17 @@ static void op_post_send(struct in *in)
 	}
 }
 
-static void op_post_recv(struct in *in)
+static void op_post_recv(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 	struct ibv_recv_wr wr[MAX_WR], *bad = NULL;
 	struct ibv_sge sg[MAX_WR][MAX_SG];
-	int nwr = 1 + u8(in) % MAX_WR, ret;
+	int nwr = 1 + fz_u8(in) % MAX_WR, ret;
 
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < nwr; i++) {
 		wr[i].wr_id = 0x8800 + (uint64_t)i;
-		wr[i].num_sge = u8(in) % (MAX_SG + 1);
+		wr[i].num_sge = fz_u8(in) % (MAX_SG + 1);
 		wr[i].sg_list = sg[i];
 		fill_sges(in, sg[i], wr[i].num_sge, false);
 		if (i + 1 < nwr)
@@ -604,52 +573,52 @@ static void qp_to_err(struct ibv_qp *qp)
 		DIE("ibv_modify_qp to ERR: %d", ret);
 }
 
-static void op_create_qp(struct in *in)
+static void op_create_qp(struct fz_in *in)
 {
 	static const enum ibv_qp_type types[] = {
 		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_RC,
 	};
-	int slot = u8(in) % NQP;
-	uint8_t f = u8(in);
-	struct ibv_pd *pd = o.pd[u8(in) % NPD];
+	int slot = fz_u8(in) % NQP;
+	uint8_t f = fz_u8(in);
+	struct ibv_pd *pd = o.pd[fz_u8(in) % NPD];
 	struct ibv_qp_init_attr_ex a;
 	struct ibv_qp_cap want;
 	struct ibv_qp *qp;
-	uint8_t c = u8(in);
+	uint8_t c = fz_u8(in);
 
 	if (o.qp[slot] || pd == NULL)
 		return;
 	memset(&a, 0, sizeof(a));
-	a.qp_type = f & 0x80 ? (enum ibv_qp_type)u8(in) : types[f & 3];
+	a.qp_type = f & 0x80 ? (enum ibv_qp_type)fz_u8(in) : types[f & 3];
 	a.send_cq = (c & 0x40) ? NULL : o.cq[c % NCQ];
 	a.recv_cq = (c & 0x80) ? a.send_cq : o.cq[(c >> 2) % NCQ];
 	a.srq = (f & 0x10) ? o.srq[(f >> 2) % NSRQ] : NULL;
 	if (f & 0x20) {
-		a.cap.max_send_wr = u16(in);
-		a.cap.max_recv_wr = u16(in);
-		a.cap.max_send_sge = u8(in);
-		a.cap.max_recv_sge = u8(in);
-		a.cap.max_inline_data = u16(in);
+		a.cap.max_send_wr = fz_u16(in);
+		a.cap.max_recv_wr = fz_u16(in);
+		a.cap.max_send_sge = fz_u8(in);
+		a.cap.max_recv_sge = fz_u8(in);
+		a.cap.max_inline_data = fz_u16(in);
 	} else {
-		a.cap.max_send_wr = u8(in) % 70;
-		a.cap.max_recv_wr = u8(in) % 70;
-		a.cap.max_send_sge = u8(in) % 6;
-		a.cap.max_recv_sge = u8(in) % 6;
-		a.cap.max_inline_data = u8(in) % 4 * 100;
+		a.cap.max_send_wr = fz_u8(in) % 70;
+		a.cap.max_recv_wr = fz_u8(in) % 70;
+		a.cap.max_send_sge = fz_u8(in) % 6;
+		a.cap.max_recv_sge = fz_u8(in) % 6;
+		a.cap.max_inline_data = fz_u8(in) % 4 * 100;
 	}
 	a.sq_sig_all = f & 0x08 ? 1 : 0;
 	want = a.cap;
 	if (f & 0x40) {
 		a.comp_mask = IBV_QP_INIT_ATTR_PD;
 		a.pd = pd;
-		if (u8(in) & 1) {
+		if (fz_u8(in) & 1) {
 			a.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-			a.send_ops_flags = u16(in);
+			a.send_ops_flags = fz_u16(in);
 		}
-		if (u8(in) & 1)
-			a.comp_mask |= u32(in);
-		if (u8(in) & 1)
-			a.create_flags = u32(in);
+		if (fz_u8(in) & 1)
+			a.comp_mask |= fz_u32(in);
+		if (fz_u8(in) & 1)
+			a.create_flags = fz_u32(in);
 		qp = ibv_create_qp_ex(pd->context, &a);
 	} else {
 		struct ibv_qp_init_attr b;
@@ -688,9 +657,9 @@ static void op_create_qp(struct in *in)
 	o.qp[slot] = qp;
 }
 
-static void op_destroy_qp(struct in *in)
+static void op_destroy_qp(struct fz_in *in)
 {
-	uint8_t s = u8(in);
+	uint8_t s = fz_u8(in);
 	int slot = s % NQP;
 	int ret;
 
@@ -705,7 +674,7 @@ static void op_destroy_qp(struct in *in)
 	o.qp[slot] = NULL;
 }
 
-static void op_modify_qp(struct in *in)
+static void op_modify_qp(struct fz_in *in)
 {
 	static const int mask_of[] = {
 		/* RESET->INIT */
@@ -726,8 +695,8 @@ static void op_modify_qp(struct in *in)
 	static const enum ibv_qp_state next_of[] = {
 		IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QPS_INIT,
 	};
-	struct ibv_qp *qp = o.qp[u8(in) % NQP];
-	uint8_t f = u8(in), g = u8(in);
+	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
+	uint8_t f = fz_u8(in), g = fz_u8(in);
 	struct ibv_qp_attr a, q;
 	struct ibv_qp_init_attr qi;
 	int mask, ret;
@@ -736,34 +705,34 @@ static void op_modify_qp(struct in *in)
 		return;
 	memset(&a, 0, sizeof(a));
 	if (f & 0x80)
-		mask = (int)(u32(in) & ((IBV_QP_RATE_LIMIT << 1) - 1));
+		mask = (int)(fz_u32(in) & ((IBV_QP_RATE_LIMIT << 1) - 1));
 	else
 		mask = mask_of[f % RTE_DIM(mask_of)];
-	a.qp_state = (g & 0x80) ? (enum ibv_qp_state)(u8(in) % 9) :
+	a.qp_state = (g & 0x80) ? (enum ibv_qp_state)(fz_u8(in) % 9) :
 		     (f % RTE_DIM(mask_of)) < RTE_DIM(next_of) ?
 		     next_of[f % RTE_DIM(mask_of)] : (enum ibv_qp_state)(g % 7);
-	a.cur_qp_state = (enum ibv_qp_state)(u8(in) % 8);
-	a.path_mtu = (g & 0x40) ? (enum ibv_mtu)u8(in) :
+	a.cur_qp_state = (enum ibv_qp_state)(fz_u8(in) % 8);
+	a.path_mtu = (g & 0x40) ? (enum ibv_mtu)fz_u8(in) :
 				  (enum ibv_mtu)(1 + g % 5);
 	a.qkey = 0x11111111;
-	a.rq_psn = (g & 0x20) ? u32(in) : 0x100;
-	a.sq_psn = (g & 0x20) ? u32(in) : 0x100;
+	a.rq_psn = (g & 0x20) ? fz_u32(in) : 0x100;
+	a.sq_psn = (g & 0x20) ? fz_u32(in) : 0x100;
 	a.dest_qp_num = pick_qpn(in);
 	a.qp_access_flags = (unsigned int)pick_access(in);
 	pick_ah_attr(in, &a.ah_attr);
 	if (mask & IBV_QP_ALT_PATH)
 		pick_ah_attr(in, &a.alt_ah_attr);
-	a.pkey_index = (uint16_t)(u8(in) % 3);
+	a.pkey_index = (uint16_t)(fz_u8(in) % 3);
 	a.alt_pkey_index = 0;
-	a.en_sqd_async_notify = u8(in) & 1;
+	a.en_sqd_async_notify = fz_u8(in) & 1;
 	a.sq_draining = 0;
 	if (g & 0x10) {
-		a.max_rd_atomic = u8(in);
-		a.max_dest_rd_atomic = u8(in);
-		a.min_rnr_timer = u8(in);
-		a.timeout = u8(in);
-		a.retry_cnt = u8(in);
-		a.rnr_retry = u8(in);
+		a.max_rd_atomic = fz_u8(in);
+		a.max_dest_rd_atomic = fz_u8(in);
+		a.min_rnr_timer = fz_u8(in);
+		a.timeout = fz_u8(in);
+		a.retry_cnt = fz_u8(in);
+		a.rnr_retry = fz_u8(in);
 	} else {
 		a.max_rd_atomic = 4;
 		a.max_dest_rd_atomic = 4;
@@ -772,10 +741,10 @@ static void op_modify_qp(struct in *in)
 		a.retry_cnt = 7;
 		a.rnr_retry = (uint8_t)(g & 7);
 	}
-	a.port_num = (uint8_t)((g & 8) ? u8(in) % 3 : 1);
+	a.port_num = (uint8_t)((g & 8) ? fz_u8(in) % 3 : 1);
 	a.alt_port_num = 1;
-	a.path_mig_state = (enum ibv_mig_state)(u8(in) % 4);
-	a.rate_limit = u32(in);
+	a.path_mig_state = (enum ibv_mig_state)(fz_u8(in) % 4);
+	a.rate_limit = fz_u32(in);
 	ret = ibv_modify_qp(qp, &a, mask);
 	TRACE("modify_qp 0x%x mask 0x%x state %d: %d\n", qp->qp_num, mask,
 	      a.qp_state, ret);
@@ -823,37 +792,37 @@ static void op_modify_qp(struct in *in)
 		DIE("ibv_modify_qp: fewer reads and atomics than asked for");
 }
 
-static void op_query_qp(struct in *in)
+static void op_query_qp(struct fz_in *in)
 {
-	struct ibv_qp *qp = o.qp[u8(in) % NQP];
+	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr qi;
 
 	if (qp == NULL)
 		return;
-	check_ret("ibv_query_qp", ibv_query_qp(qp, &a, (int)u32(in), &qi));
+	check_ret("ibv_query_qp", ibv_query_qp(qp, &a, (int)fz_u32(in), &qi));
 }
 
-static void op_rate_limit(struct in *in)
+static void op_rate_limit(struct fz_in *in)
 {
-	struct ibv_qp *qp = o.qp[u8(in) % NQP];
+	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
 	struct ibv_qp_rate_limit_attr a = { 0 };
 
 	if (qp == NULL)
 		return;
-	a.rate_limit = u8(in) & 0x80 ? u32(in) : (uint32_t)u8(in) * 1000;
-	a.max_burst_sz = u8(in) & 1 ? u32(in) : 0;
-	a.typical_pkt_sz = u8(in) & 1 ? u16(in) : 0;
-	a.comp_mask = u8(in) & 0x80 ? u32(in) : 0;
+	a.rate_limit = fz_u8(in) & 0x80 ? fz_u32(in) : (uint32_t)fz_u8(in) * 1000;
+	a.max_burst_sz = fz_u8(in) & 1 ? fz_u32(in) : 0;
+	a.typical_pkt_sz = fz_u8(in) & 1 ? fz_u16(in) : 0;
+	a.comp_mask = fz_u8(in) & 0x80 ? fz_u32(in) : 0;
 	check_ret("ibv_modify_qp_rate_limit", ibv_modify_qp_rate_limit(qp, &a));
 }
 
-static void op_mcast(struct in *in)
+static void op_mcast(struct fz_in *in)
 {
-	struct ibv_qp *qp = o.qp[u8(in) % NQP];
+	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
 	union ibv_gid g;
-	uint16_t lid = u16(in);
-	uint8_t s = u8(in);
+	uint16_t lid = fz_u16(in);
+	uint8_t s = fz_u8(in);
 
 	if (qp == NULL)
 		return;
@@ -868,14 +837,14 @@ static void op_mcast(struct in *in)
 
 /* --------------------------------------------------- CQs and friends */
 
-static void op_create_cq(struct in *in)
+static void op_create_cq(struct fz_in *in)
 {
-	int slot = u8(in) % NCQ;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NCQ;
+	uint8_t f = fz_u8(in);
 	struct ibv_context *ctx = ctx_of(f);
 	struct ibv_comp_channel *ch = (f & 0x10) ? o.ch[(f >> 5) % NCH] : NULL;
-	uint32_t cqe = (f & 0x08) ? u32(in) : u8(in);
-	int vec = (f & 0x04) ? u8(in) : 0;
+	uint32_t cqe = (f & 0x08) ? fz_u32(in) : fz_u8(in);
+	int vec = (f & 0x04) ? fz_u8(in) : 0;
 	struct ibv_cq *cq;
 
 	if (o.cq[slot])
@@ -889,12 +858,12 @@ static void op_create_cq(struct in *in)
 		a.cqe = cqe;
 		a.channel = ch;
 		a.comp_vector = (uint32_t)vec;
-		a.wc_flags = u8(in) & 0x80 ? u64(in) :
+		a.wc_flags = fz_u8(in) & 0x80 ? fz_u64(in) :
 			     IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM;
-		a.comp_mask = u8(in) & 0x80 ? u32(in) : 0;
-		a.flags = u8(in) & 0x80 ? u32(in) : 0;
+		a.comp_mask = fz_u8(in) & 0x80 ? fz_u32(in) : 0;
+		a.flags = fz_u8(in) & 0x80 ? fz_u32(in) : 0;
 		if (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD)
-			a.parent_domain = o.pd[u8(in) % NPD];
+			a.parent_domain = o.pd[fz_u8(in) % NPD];
 		cq = (struct ibv_cq *)ibv_create_cq_ex(ctx, &a);
 		o.cq_wc_flags[slot] = a.wc_flags;
 		o.cq_pd[slot] = cq && (a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ?
@@ -914,9 +883,9 @@ static void op_create_cq(struct in *in)
 	o.cq_ex[slot] = f & 0x80;
 }
 
-static void op_destroy_cq(struct in *in)
+static void op_destroy_cq(struct fz_in *in)
 {
-	int slot = u8(in) % NCQ;
+	int slot = fz_u8(in) % NCQ;
 	struct ibv_cq *cq = o.cq[slot];
 	bool used;
 	int ret;
@@ -936,10 +905,10 @@ static void op_destroy_cq(struct in *in)
 	o.cq[slot] = NULL;
 }
 
-static void op_resize_cq(struct in *in)
+static void op_resize_cq(struct fz_in *in)
 {
-	struct ibv_cq *cq = o.cq[u8(in) % NCQ];
-	uint32_t n = u8(in) & 0x80 ? u32(in) : u8(in);
+	struct ibv_cq *cq = o.cq[fz_u8(in) % NCQ];
+	uint32_t n = fz_u8(in) & 0x80 ? fz_u32(in) : fz_u8(in);
 	int ret;
 
 	if (cq == NULL)
@@ -953,10 +922,10 @@ static void op_resize_cq(struct in *in)
 		DIE("ibv_resize_cq: %d entries, %u asked for", cq->cqe, n);
 }
 
-static void op_cq_misc(struct in *in)
+static void op_cq_misc(struct fz_in *in)
 {
-	int slot = u8(in) % NCQ;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NCQ;
+	uint8_t f = fz_u8(in);
 
 	if (o.cq[slot] == NULL)
 		return;
@@ -964,11 +933,11 @@ static void op_cq_misc(struct in *in)
 		check_ret("ibv_req_notify_cq",
 			  ibv_req_notify_cq(o.cq[slot], (f >> 1) & 1));
 	} else if (f & 2) {
-		struct ibv_modify_cq_attr a = {
-			.attr_mask = u8(in),
-			.moderate = { .cq_count = u16(in),
-				      .cq_period = u16(in) },
-		};
+		struct ibv_modify_cq_attr a;
+
+		a.attr_mask = fz_u8(in);	/* one read a statement: in order */
+		a.moderate.cq_count = fz_u16(in);
+		a.moderate.cq_period = fz_u16(in);
 
 		check_ret("ibv_modify_cq", ibv_modify_cq(o.cq[slot], &a));
 	} else {
@@ -976,10 +945,10 @@ static void op_cq_misc(struct in *in)
 	}
 }
 
-static void op_channel(struct in *in)
+static void op_channel(struct fz_in *in)
 {
-	int slot = u8(in) % NCH;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NCH;
+	uint8_t f = fz_u8(in);
 	bool used;
 	int ret;
 
@@ -1003,18 +972,18 @@ static void op_channel(struct in *in)
 
 /* -------------------------------------------------------------- SRQs */
 
-static void op_srq(struct in *in)
+static void op_srq(struct fz_in *in)
 {
-	int slot = u8(in) % NSRQ;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NSRQ;
+	uint8_t f = fz_u8(in);
 	struct ibv_srq *srq = o.srq[slot];
 	struct ibv_srq_attr a;
 	int ret;
 
 	memset(&a, 0, sizeof(a));
-	a.max_wr = f & 0x08 ? u32(in) : u8(in);
-	a.max_sge = f & 0x08 ? u32(in) : u8(in) % 6;
-	a.srq_limit = f & 0x04 ? u32(in) : u8(in) % 8;
+	a.max_wr = f & 0x08 ? fz_u32(in) : fz_u8(in);
+	a.max_sge = f & 0x08 ? fz_u32(in) : fz_u8(in) % 6;
+	a.srq_limit = f & 0x04 ? fz_u32(in) : fz_u8(in) % 8;
 	if (srq == NULL) {
 		struct ibv_pd *pd = o.pd[(f >> 4) % NPD];
 		struct ibv_srq_init_attr ia = { .attr = a };
@@ -1048,7 +1017,7 @@ static void op_srq(struct in *in)
 	}
 	case 1:
 		check_ret("ibv_modify_srq",
-			  ibv_modify_srq(srq, &a, (int)(u8(in) & 7)));
+			  ibv_modify_srq(srq, &a, (int)(fz_u8(in) & 7)));
 		break;
 	default:
 		check_ret("ibv_query_srq", ibv_query_srq(srq, &a));
@@ -1064,10 +1033,10 @@ static void op_srq(struct in *in)
  * 0x20 (made first if there is none). On a taken slot, 0x40 frees that
  * thread domain instead of the PD.
  */
-static void op_pd(struct in *in)
+static void op_pd(struct fz_in *in)
 {
-	int slot = u8(in) % NPD;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NPD;
+	uint8_t f = fz_u8(in);
 	int t = (f >> 4) & 1;
 	bool used;
 	int ret;
@@ -1088,7 +1057,7 @@ static void op_pd(struct in *in)
 		memset(&pa, 0, sizeof(pa));
 		pa.pd = base;
 		pa.td = (f & 0x20) ? o.td[t] : NULL;
-		pa.comp_mask = u8(in) & 0x80 ? u32(in) : 0;
+		pa.comp_mask = fz_u8(in) & 0x80 ? fz_u32(in) : 0;
 		o.pd[slot] = ibv_alloc_parent_domain(f & 0x80 ? ctx_of(f) :
 						     base->context, &pa);
 		TRACE("alloc_parent_domain slot %d over slot %d, td %p: %s %p\n",
@@ -1137,10 +1106,10 @@ static void op_pd(struct in *in)
 	o.pd_td[slot] = NULL;
 }
 
-static void op_mr(struct in *in)
+static void op_mr(struct fz_in *in)
 {
-	int slot = u8(in) % NMR;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NMR;
+	uint8_t f = fz_u8(in);
 	struct ibv_pd *pd = o.pd[(f >> 4) % NPD];
 	uint64_t addr, len;
 	int access, ret;
@@ -1154,7 +1123,7 @@ static void op_mr(struct in *in)
 			return;
 		if (f & 1)
 			mr = ibv_reg_mr_iova(pd, (void *)(uintptr_t)addr, len,
-					     u64(in), access);
+					     fz_u64(in), access);
 		else
 			mr = ibv_reg_mr(pd, (void *)(uintptr_t)addr, len, access);
 		TRACE("reg_mr %" PRIu64 " bytes: %s\n", len,
@@ -1170,7 +1139,7 @@ static void op_mr(struct in *in)
 		return;
 	}
 	if (f & 2) {
-		int flags = (f & 4) ? (int)u32(in) : (int)(u8(in) & 7);
+		int flags = (f & 4) ? (int)fz_u32(in) : (int)(fz_u8(in) & 7);
 
 		ret = ibv_rereg_mr(o.mr[slot], flags, pd, (void *)(uintptr_t)addr,
 				   len, access);
@@ -1189,25 +1158,25 @@ static void op_mr(struct in *in)
 	o.mr[slot] = NULL;
 }
 
-static void op_mw(struct in *in)
+static void op_mw(struct fz_in *in)
 {
-	int slot = u8(in) % NMW;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NMW;
+	uint8_t f = fz_u8(in);
 
 	if (o.mw[slot] == NULL) {
 		struct ibv_pd *pd = o.pd[(f >> 4) % NPD];
 
 		if (pd == NULL)
 			return;
-		o.mw[slot] = ibv_alloc_mw(pd, (f & 8) ? (enum ibv_mw_type)u8(in) :
+		o.mw[slot] = ibv_alloc_mw(pd, (f & 8) ? (enum ibv_mw_type)fz_u8(in) :
 					  (enum ibv_mw_type)(1 + (f & 1)));
 		if (o.mw[slot] == NULL)
 			want_errno("ibv_alloc_mw", errno);
 		return;
 	}
 	if (f & 2) {
-		struct ibv_qp *qp = o.qp[u8(in) % NQP];
-		struct ibv_mr *mr = o.mr[u8(in) % NMR];
+		struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
+		struct ibv_mr *mr = o.mr[fz_u8(in) % NMR];
 		struct ibv_mw_bind b;
 		uint64_t addr, len;
 
@@ -1215,7 +1184,7 @@ static void op_mw(struct in *in)
 			return;
 		memset(&b, 0, sizeof(b));
 		b.wr_id = 0x9900;
-		b.send_flags = u8(in) & IBV_SEND_SIGNALED;
+		b.send_flags = fz_u8(in) & IBV_SEND_SIGNALED;
 		b.bind_info.mr = mr;
 		arena_range(in, &addr, &len);
 		b.bind_info.addr = addr;
@@ -1228,10 +1197,10 @@ static void op_mw(struct in *in)
 	o.mw[slot] = NULL;
 }
 
-static void op_ah(struct in *in)
+static void op_ah(struct fz_in *in)
 {
-	int slot = u8(in) % NAH;
-	uint8_t f = u8(in);
+	int slot = fz_u8(in) % NAH;
+	uint8_t f = fz_u8(in);
 	struct ibv_ah_attr a;
 
 	if (o.ah[slot] == NULL) {
@@ -1250,11 +1219,11 @@ static void op_ah(struct in *in)
 	o.ah[slot] = NULL;
 }
 
-static void op_query(struct in *in)
+static void op_query(struct fz_in *in)
 {
-	uint8_t f = u8(in);
+	uint8_t f = fz_u8(in);
 	struct ibv_context *ctx = ctx_of(f);
-	uint8_t port = (f & 0x10) ? u8(in) : 1;
+	uint8_t port = (f & 0x10) ? fz_u8(in) : 1;
 
 	switch ((f >> 2) & 3) {
 	case 0: {
@@ -1266,7 +1235,7 @@ static void op_query(struct in *in)
 	case 1: {
 		union ibv_gid g;
 
-		check_ret("ibv_query_gid", ibv_query_gid(ctx, port, u8(in), &g) ?
+		check_ret("ibv_query_gid", ibv_query_gid(ctx, port, fz_u8(in), &g) ?
 			  EINVAL : 0);
 		break;
 	}
@@ -1274,7 +1243,7 @@ static void op_query(struct in *in)
 		__be16 pkey;
 
 		check_ret("ibv_query_pkey",
-			  ibv_query_pkey(ctx, port, u8(in), &pkey) ? EINVAL : 0);
+			  ibv_query_pkey(ctx, port, fz_u8(in), &pkey) ? EINVAL : 0);
 		break;
 	}
 	default: {
@@ -1355,11 +1324,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct in in = { data, size };
+	struct fz_in in = { data, size };
 	size_t heap;
 
 	for (int n = 0; n < MAX_OPS && in.n; n++) {
-		uint8_t op = u8(&in);
+		uint8_t op = fz_u8(&in);
 
 		switch (op % 20) {
 		case 0: op_pd(&in); break;
@@ -1384,7 +1353,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (op & 0x80)
 				op_query(&in);
 			else
-				fz_poll(1 + u8(&in) % 64);
+				fz_poll(1 + fz_u8(&in) % 64);
 			break;
 		}
 		drain_async(fz.ctx_a);

@@ -133,4 +133,46 @@ void fz_mbuf_free(struct rte_mbuf *m);
 void fz_lock(void);
 void fz_unlock(void);
 
+/*
+ * The harnesses' input, read front to back: big-endian fields, missing
+ * bytes read as zero (each byte is taken in its own statement, so the
+ * order does not rest on the compiler's order of evaluation).
+ */
+struct fz_in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static inline uint8_t fz_u8(struct fz_in *in)
+{
+	uint8_t v = 0;
+
+	if (in->n) {
+		v = *in->p++;
+		in->n--;
+	}
+	return v;
+}
+
+static inline uint16_t fz_u16(struct fz_in *in)
+{
+	uint16_t hi = fz_u8(in);
+
+	return (uint16_t)(hi << 8 | fz_u8(in));
+}
+
+static inline uint32_t fz_u32(struct fz_in *in)
+{
+	uint32_t hi = fz_u16(in);
+
+	return hi << 16 | fz_u16(in);
+}
+
+static inline uint64_t fz_u64(struct fz_in *in)
+{
+	uint64_t hi = fz_u32(in);
+
+	return hi << 32 | fz_u32(in);
+}
+
 #endif /* FZ_ENV_H */
