@@ -600,6 +600,10 @@ unsigned int roce_crc32_copy_bits(void);
 /* roce_crc32() of len >= 256 bytes by the 256-bit kernel, for when
  * roce_crc32_copy_bits() says 256 (roce_crc32() asks it first). */
 uint32_t roce_crc32_wide(uint32_t crc, const void *buf, size_t len);
+/* ISA-L's crc32_gzip_refl (built with ISA-L only), the vector registers'
+ * upper halves left clean where its AVX-512 kernel ran: roce_crc32() and
+ * the ICRC call it rather than ISA-L. */
+uint32_t roce_isal_crc(uint32_t crc, const void *buf, size_t len);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

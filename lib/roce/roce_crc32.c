@@ -88,7 +88,7 @@ roce_crc32(uint32_t crc, const void *buf, size_t len)
 	if (len >= 256 && roce_crc32_copy_bits() == 256)
 		return roce_crc32_wide(crc, buf, len);
 #ifdef ROCE_HAVE_ISAL
-	return crc32_gzip_refl(crc, buf, len);
+	return roce_isal_crc(crc, buf, len);
 #else
 	return roce_crc32_slice8(crc, buf, len);
 #endif

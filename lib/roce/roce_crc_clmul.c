@@ -178,6 +178,35 @@ roce_crc32_copy_bits(void)
 	return __atomic_load_n(&copy_bits, __ATOMIC_RELAXED);
 }
 
+#ifdef ROCE_HAVE_ISAL
+static inline CLMUL_TARGET void
+upper_clean(void)
+{
+	_mm256_zeroupper();
+}
+
+/*
+ * ISA-L's CRC, leaving the vector registers' upper halves clean. Where
+ * AVX-512 runs, ISA-L 2.30 dispatches to its 512-bit kernel
+ * (crc32_gzip_refl_by16_10), which returns without VZEROUPPER. On Intel
+ * cores each legacy-SSE instruction after that (droce and DPDK are built
+ * for corei7: SSE without VEX) then merges into the dirty upper state
+ * until some AVX code clears it: a 64 KiB WRITE with zero-copy transmit
+ * (ISA-L's CRC a frame) took 2x the cycles of the copying path on an
+ * Intel Xeon with AVX-512 (doc/performance.md, fifty-second round). AMD's
+ * cores have no such penalty; VZEROUPPER costs a cycle there.
+ */
+uint32_t
+roce_isal_crc(uint32_t crc, const void *buf, size_t len)
+{
+	uint32_t c = crc32_gzip_refl(crc, buf, len);
+
+	if (__atomic_load_n(&copy_bits, __ATOMIC_RELAXED) == 512)
+		upper_clean();
+	return c;
+}
+#endif
+
 /* x * k: fold a 128-bit remainder forward (by 128 or 512 bits, per k). */
 static inline CLMUL_TARGET __m128i
 fold(__m128i x, __m128i k)
@@ -394,7 +423,7 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 	reg = icrc_reg(l3, cover, ipv6, cover >= ICRC_CLMUL_ISAL_FROM, &done);
 #ifdef ROCE_HAVE_ISAL
 	if (done < cover)
-		return crc32_gzip_refl(~reg, l3 + done, cover - done);
+		return roce_isal_crc(~reg, l3 + done, cover - done);
 #endif
 	return ~reg;
 }
@@ -881,5 +910,15 @@ roce_crc32_wide(uint32_t crc, const void *buf, size_t len)
 {
 	return roce_crc32_slice8(crc, buf, len);
 }
+
+#ifdef ROCE_HAVE_ISAL
+#include <isa-l/crc.h>
+
+uint32_t
+roce_isal_crc(uint32_t crc, const void *buf, size_t len)
+{
+	return crc32_gzip_refl(crc, buf, len);
+}
+#endif
 
 #endif
