@@ -604,6 +604,16 @@ uint32_t roce_crc32_wide(uint32_t crc, const void *buf, size_t len);
  * upper halves left clean where its AVX-512 kernel ran: roce_crc32() and
  * the ICRC call it rather than ISA-L. */
 uint32_t roce_isal_crc(uint32_t crc, const void *buf, size_t len);
+/* The CRC of A then B (zlib conventions) from crc(A), crc(B) and |B|: so
+ * that a frame's headers, written just before its payload is copied, are
+ * read for their CRC after the copy, when their stores have long
+ * committed (read at once, the load waits for every store before it: the
+ * previous frame's payload too). One carry-less multiply for each bit set
+ * in len_b; for len_b a power of two, one. */
+uint32_t roce_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint32_t len_b);
+/* a(x) * b(x) mod the CRC's polynomial, reflected (roce_crc32_combine's;
+ * only where roce_icrc_clmul_usable()). */
+uint32_t roce_crc32_mulmod_clmul(uint32_t a, uint32_t b);
 
 /* Write/read the 4-byte little-endian ICRC at `dst`. */
 static inline void roce_icrc_store(uint8_t *dst, uint32_t icrc)

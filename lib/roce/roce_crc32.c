@@ -94,6 +94,51 @@ roce_crc32(uint32_t crc, const void *buf, size_t len)
 #endif
 }
 
+/* a(x) * b(x) mod P, both reflected (bit 31 holds x^0), one bit of a a
+ * step: for a CPU without a carry-less multiply. */
+static uint32_t
+mulmod_bits(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (int i = 0; i < 32; i++) {
+		if (a & (0x80000000u >> i))
+			p ^= b;
+		b = (b & 1) ? (b >> 1) ^ 0xedb88320u : b >> 1;
+	}
+	return p;
+}
+
+static inline uint32_t
+mulmod(uint32_t a, uint32_t b)
+{
+	if (__builtin_expect(roce_icrc_clmul_usable(), 1))
+		return roce_crc32_mulmod_clmul(a, b);
+	return mulmod_bits(a, b);
+}
+
+uint32_t
+roce_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint32_t len_b)
+{
+	uint32_t sq = roce_crc32_shift_tab[16];
+
+	/* crc(A) moved past |B| zero bytes: times x^(8 |B|), from the
+	 * powers x^(8 * 2^k) of len_b's bits; crc(B) is then added (the
+	 * zlib conventions' inversions cancel). A power of two (the path
+	 * MTU's frames) straight. */
+	if ((len_b & (len_b - 1)) == 0 && len_b != 0 && len_b <= 65536)
+		return mulmod(crc_a, roce_crc32_shift_tab[
+				      __builtin_ctz(len_b)]) ^ crc_b;
+	for (unsigned int k = 0; len_b != 0; k++, len_b >>= 1) {
+		if (k > 16)
+			sq = mulmod(sq, sq);
+		if (len_b & 1)
+			crc_a = mulmod(crc_a, k <= 16 ?
+				       roce_crc32_shift_tab[k] : sq);
+	}
+	return crc_a ^ crc_b;
+}
+
 uint32_t
 roce_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
 {

@@ -20,6 +20,20 @@
  * header (14), UDP (8), the BTH's first 8. Must match roce_ack_image_init. */
 #define ACK_ID_TRAIL (14 + 8 + 8)
 
+/* a(x) * b(x) mod P, both reflected (bit 31 holds x^0): for each x^i of
+ * a, add the b(x) * x^i built up one shift at a time. */
+static uint32_t mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t p = 0;
+
+	for (int i = 0; i < 32; i++) {
+		if (a & (0x80000000u >> i))
+			p ^= b;
+		b = (b & 1) ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return p;
+}
+
 static void print_tables(FILE *f, const char *name, int n,
 			 const uint32_t (*t)[256])
 {
@@ -36,7 +50,8 @@ static void print_tables(FILE *f, const char *name, int n,
 
 int main(int argc, char **argv)
 {
-	static uint32_t t[8][256], id[2][256];
+	static uint32_t t[8][256], id[2][256], shift[17];
+	uint32_t sq = 0x00800000u;	/* x^8, reflected */
 	FILE *f;
 
 	if (argc != 2) {
@@ -63,6 +78,13 @@ int main(int argc, char **argv)
 			id[k][i] = c;
 		}
 
+	/* x^(8 * 2^k) mod P: crc(A) times it is crc(A) moved past 2^k bytes
+	 * (roce_crc32_combine) */
+	for (int k = 0; k < 17; k++) {
+		shift[k] = sq;
+		sq = mulmod(sq, sq);
+	}
+
 	f = fopen(argv[1], "w");
 	if (f == NULL) {
 		perror(argv[1]);
@@ -72,6 +94,10 @@ int main(int argc, char **argv)
 	print_tables(f, "roce_crc32_tab", 8, t);
 	fprintf(f, "#define ROCE_ACK_ID_TRAIL %d\n", ACK_ID_TRAIL);
 	print_tables(f, "roce_crc32_ackid_tab", 2, id);
+	fprintf(f, "static const uint32_t roce_crc32_shift_tab[17] = {\n");
+	for (int k = 0; k < 17; k++)
+		fprintf(f, "\t0x%08xu,\n", shift[k]);
+	fprintf(f, "};\n");
 	if (fclose(f) != 0) {
 		perror(argv[1]);
 		return 1;

@@ -178,6 +178,24 @@ roce_crc32_copy_bits(void)
 	return __atomic_load_n(&copy_bits, __ATOMIC_RELAXED);
 }
 
+/* a(x) * b(x) mod P, both reflected (bit 31 holds x^0): one carry-less
+ * multiply (the reflected product lands one bit low: shifted up), its
+ * upper word already below x^32, its lower word times x^32 reduced
+ * through the tables (four zero bytes). */
+CLMUL_TARGET uint32_t
+roce_crc32_mulmod_clmul(uint32_t a, uint32_t b)
+{
+	const uint32_t (*t)[256] = roce_crc32_tab;
+	uint64_t v = (uint64_t)_mm_cvtsi128_si64(_mm_clmulepi64_si128(
+		_mm_cvtsi32_si128((int)a), _mm_cvtsi32_si128((int)b), 0x00));
+	uint32_t lo;
+
+	v <<= 1;
+	lo = (uint32_t)v;
+	return (uint32_t)(v >> 32) ^ t[3][lo & 0xff] ^ t[2][(lo >> 8) & 0xff] ^
+	       t[1][(lo >> 16) & 0xff] ^ t[0][lo >> 24];
+}
+
 #ifdef ROCE_HAVE_ISAL
 static inline CLMUL_TARGET void
 upper_clean(void)
@@ -895,6 +913,14 @@ roce_icrc_clmul(const uint8_t *l3, uint32_t cover, bool ipv6)
 unsigned int
 roce_crc32_copy_bits(void)
 {
+	return 0;
+}
+
+uint32_t
+roce_crc32_mulmod_clmul(uint32_t a, uint32_t b)
+{
+	(void)a;
+	(void)b;
 	return 0;
 }
 

@@ -606,6 +606,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		bool first, bool last, bool inv)
 {
 	bool fused = seg >= ETH_CRC_COPY_MIN;
+	bool late = fused && !first && eth_hdrs_crc_late(seg);
 	uint32_t crc = 0;
 	bool write = v->op == MLX5_OPCODE_RDMA_WRITE ||
 		     v->op == MLX5_OPCODE_RDMA_WRITE_IMM;
@@ -641,7 +642,7 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		memcpy(ext + ext_len - ROCE_IMMDT_LEN, &v->imm, ROCE_IMMDT_LEN);
 	if (ieth)	/* the rkey to invalidate, host order in the WQE */
 		roce_put_be32(ext + ext_len - ROCE_IETH_LEN, v->imm);
-	if (fused)
+	if (fused && !late)
 		crc = eth_img_hdrs_crc(qp, m, ext_len);
 	if (v->inl) {
 		if (fused)
@@ -669,6 +670,9 @@ send_img_packet(struct droce_qp *qp, const struct wqe_view *v,
 		fail_current(qp, qp->req_cur, IBV_WC_LOC_PROT_ERR);
 		return false;
 	}
+	if (late)
+		crc = roce_crc32_combine(eth_img_hdrs_crc(qp, m, ext_len), crc,
+					 seg);
 	eth_img_send(qp, m, ext_len, fused ? &crc : NULL);
 	qp->req_psn = roce_psn_add(psn, 1);
 	if (!last) {

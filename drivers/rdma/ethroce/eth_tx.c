@@ -525,7 +525,12 @@ bool eth_img_response(struct droce_qp *qp, uint8_t rop, uint32_t psn,
 			      msn);
 	if (orig)
 		roce_put_be64(ext + ROCE_AETH_LEN, *orig);
-	if (fused)
+	if (fused && (rop == ROCE_OP_READ_RESP_MIDDLE ||
+		      rop == ROCE_OP_READ_RESP_LAST) && eth_hdrs_crc_late(len))
+		crc = roce_crc32_combine(eth_img_hdrs_crc(qp, m, ext_len),
+					 roce_crc32_copy(0, ext + ext_len, src,
+							 len), len);
+	else if (fused)
 		crc = roce_crc32_copy(eth_img_hdrs_crc(qp, m, ext_len),
 				      ext + ext_len, src, len);
 	else if (len)	/* src may be NULL then */
