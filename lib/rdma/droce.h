@@ -177,6 +177,7 @@ int droce_poll(struct ibv_context *ctx);
 	X(timeouts, "local ACK timeouts") \
 	X(timeouts_stalled, "local ACK timeouts put off, not counted: the engine had been stalled") \
 	X(stalls, "engine iterations late by 0.5 ms (lcore=app: 4 ms) beyond its idle sleep: its thread was not running") \
+	X(stall_us, "those iterations' lateness beyond their idle sleep, summed, microseconds") \
 	X(retry_exc, "QPs failed: transport retries exhausted") \
 	X(rnr_retry_exc, "QPs failed: RNR retries exhausted") \
 	X(atomic_replays, "duplicate atomics answered from the cache") \

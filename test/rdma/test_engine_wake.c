@@ -6,9 +6,14 @@
  * that after 2 s of silence the engine sleeps a second at a time: a WRITE
  * must still complete within 0.25 s (woken: microseconds; not woken, it
  * waits out the rest of a sleep, 0.5 s on average), the engine's wake
- * count must move, the data must land, and the early wakes must not
- * count as stalls (the sleep taken, not the one chosen, is the engine's
- * own; a real stall after a wake, now and then, is allowed).
+ * count must move, the data must land, and the sleeps the wakes cut
+ * short must not count as stall time (the sleep taken, not the one
+ * chosen, is the engine's own: counted, each round would add up to a
+ * second). Real stalls after a wake are allowed, a few milliseconds a
+ * round: on some hosts the first touch of each page after seconds of
+ * idleness costs ~2 us (an Intel Xeon VM, 2026-12-07: 16 384 pages in 35
+ * ms after 2 s idle, 0.4 ms without), and the engine's first iterations
+ * after the wake run late by a millisecond or two, twice a round.
  * An MR's deregistration (a control call the engine serves) likewise.
  */
 #include <inttypes.h>
@@ -23,6 +28,8 @@
 #define PAUSE_US 2000000
 #define LIMIT_S 0.25
 #define LEN 4096
+/* stall time allowed a round (the host's, after the idle; see above) */
+#define STALL_ROUND_US 20000
 
 static struct dt_env env;
 
@@ -41,7 +48,7 @@ int main(void)
 	struct ibv_mr *mra, *mrb;
 	struct droce_dev_stats s0, s1;
 	struct ibv_wc wc;
-	uint64_t stalls = 0;
+	uint64_t stalls = 0, stall_us = 0;
 
 	dt_watchdog(60);
 	dt_seed_init();
@@ -76,12 +83,13 @@ int main(void)
 		stats(A, &s1);
 		CHECK_EQ(wc.status, IBV_WC_SUCCESS);
 		CHECK(memcmp(src, dst, LEN) == 0);
-		printf("round %d: WRITE after %.1f s of silence completed in %.3f ms; wakes +%" PRIu64 ", stalls +%" PRIu64 "\n",
+		printf("round %d: WRITE after %.1f s of silence completed in %.3f ms; wakes +%" PRIu64 ", stalls +%" PRIu64 " (%.3f ms)\n",
 		       r, PAUSE_US / 1e6, t * 1e3, s1.eng_wakes - s0.eng_wakes,
-		       s1.stalls - s0.stalls);
+		       s1.stalls - s0.stalls, (s1.stall_us - s0.stall_us) / 1e3);
 		CHECK(t < LIMIT_S);
 		CHECK(s1.eng_wakes > s0.eng_wakes);
 		stalls += s1.stalls - s0.stalls;
+		stall_us += s1.stall_us - s0.stall_us;
 		/* a control call after a pause: deregistration waits for the
 		 * engine to let go of the MR */
 		if (r == ROUNDS - 1) {
@@ -100,10 +108,12 @@ int main(void)
 			CHECK(s1.eng_wakes > s0.eng_wakes);
 		}
 	}
-	/* Counted as sleep, a woken engine's sleep cut short would count as
-	 * a stall at every wake; a real one (the thread not running 0.5 ms
-	 * after its wake) is rare */
-	CHECK(stalls < ROUNDS);
+	/* Not subtracted as sleep, a woken engine's sleep cut short would
+	 * count as a stall of up to a second at every wake (its part of a
+	 * 1 s sleep); the host's own are milliseconds */
+	printf("stalls after the wakes: %" PRIu64 ", %.3f ms in all\n", stalls,
+	       stall_us / 1e3);
+	CHECK(stall_us < (uint64_t)ROUNDS * STALL_ROUND_US);
 	dt_rc_pair_close(&rp);
 	CHECK_OK(ibv_dereg_mr(mra));
 	CHECK_OK(ibv_dereg_mr(mrb));

@@ -535,9 +535,13 @@ static inline void account_stall(struct droce_engine *eng, uint64_t now)
 	uint64_t gap = now - eng->last_iter_tsc - eng->slept_tsc;
 
 	if (unlikely(gap > eng->stall_min_tsc) && eng->last_iter_tsc) {
+		uint64_t us = gap / (eng->tsc_hz / 1000000 ? eng->tsc_hz / 1000000 : 1);
+
 		eng->stall_tsc += gap;
-		for (uint32_t i = 0; i < eng->nb_devs; i++)
+		for (uint32_t i = 0; i < eng->nb_devs; i++) {
 			eng->devs[i]->st.stalls++;
+			eng->devs[i]->st.stall_us += us;
+		}
 	}
 	eng->last_iter_tsc = now;
 	eng->slept_tsc = 0;
