@@ -851,13 +851,13 @@ static int app_turn(struct droce_dev *dev, bool rx, uint32_t spin)
 	if (!rte_spinlock_trylock(&eng->app_lock))
 		return 0;
 	if (unlikely(eng->halted)) {
-		rte_spinlock_unlock(&eng->app_lock);
+		droce_spin_unlock(&eng->app_lock);
 		return 0;
 	}
 	if (unlikely(eng->fast_poster != self_id()) && eng->fast_ok)
 		eth_fast_take(eng, self_id());
 	n = engine_turn(eng, rx, spin, stamp);
-	rte_spinlock_unlock(&eng->app_lock);
+	droce_spin_unlock(&eng->app_lock);
 	return n;
 }
 
