@@ -21,6 +21,7 @@
 #define ETH_DB_BURST		64
 #define ETH_FAST_MOVES		8	/* fast poster handed on at most this often */
 #define ETH_QP_BUDGET		32	/* packets per QP per activation */
+#define ETH_DB_SLOTS_AHEAD	16	/* state slots asked for at a doorbell */
 #define ETH_ACTIVE_VISITS	128	/* QPs serviced per engine iteration */
 /* From this many QPs on a device, the engine prefetches QPs ahead (their
  * hot lines, ~10, times 256 QPs and their rings is about an L2; below,
