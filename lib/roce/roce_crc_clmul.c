@@ -211,7 +211,7 @@ upper_clean(void)
  * for corei7: SSE without VEX) then merges into the dirty upper state
  * until some AVX code clears it: a 64 KiB WRITE with zero-copy transmit
  * (ISA-L's CRC a frame) took 2x the cycles of the copying path on an
- * Intel Xeon with AVX-512 (doc/performance.md, fifty-second round). AMD's
+ * Intel Xeon with AVX-512 (doc/performance.md, fifty-first round). AMD's
  * cores have no such penalty; VZEROUPPER costs a cycle there.
  */
 uint32_t

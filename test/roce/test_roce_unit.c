@@ -551,7 +551,7 @@ test_crc32_combine(void)
  * ISA-L's AVX-512 kernel returns with the upper halves of zmm0-15 dirty;
  * on Intel cores each legacy-SSE instruction after that (droce and DPDK
  * are built for corei7) pays for merging into them, 2x the cycles of a
- * 64 KiB zero-copy WRITE (doc/performance.md, fifty-second round).
+ * 64 KiB zero-copy WRITE (doc/performance.md, fifty-first round).
  * XGETBV with ECX=1 (XINUSE) says which state components are in use: bit
  * 2 the upper halves of ymm0-15, bit 6 bits 256-511 of zmm0-15 (zmm16-31,
  * bit 7, are no legacy instruction's concern). */
