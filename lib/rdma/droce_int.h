@@ -138,6 +138,36 @@ struct droce_bind_seg {
 #define DROCE_BIND_SEGS		2
 _Static_assert(sizeof(struct droce_bind_seg) == DROCE_BIND_SEGS * 16, "bind seg");
 
+/* ------------------------------------------------- a context's objects */
+
+/*
+ * What was made through a context, by kind, in the order a context closed
+ * with objects left destroys them (users before what they use).
+ * ibv_close_device(3) leaves releasing them to the application, but the
+ * kernel destroys a closed ucontext's objects, and so does droce: an rkey
+ * of a context that is gone reaches nothing, the engine forgets its QPs
+ * and never posts an event to it, and the device's counts and huge-page
+ * memory come back.
+ */
+enum droce_obj_kind {
+	DROCE_OBJ_QP, DROCE_OBJ_AH, DROCE_OBJ_MW, DROCE_OBJ_SRQ, DROCE_OBJ_MR,
+	DROCE_OBJ_CQ, DROCE_OBJ_CHANNEL, DROCE_OBJ_PARENT_DOMAIN, DROCE_OBJ_PD,
+	DROCE_OBJ_TD, DROCE_OBJ_KINDS
+};
+
+/* An object's place in its context's list of its kind (control path only) */
+struct droce_obj {
+	struct droce_obj *prev, *next;
+};
+
+void droce_obj_add(struct ibv_context *ctx, struct droce_obj *o,
+		   enum droce_obj_kind kind);
+void droce_obj_del(struct ibv_context *ctx, struct droce_obj *o);
+/* The context is being closed: destroying its objects waits for no
+ * acknowledgement of events the application will never make. */
+bool droce_ctx_closing(struct ibv_context *ctx);
+struct ibv_comp_channel *droce_channel_of_obj(struct droce_obj *o);
+
 /* ------------------------------------------------------------- objects */
 
 /* A thread domain (ibv_alloc_td(3)): the application promises that the
@@ -145,6 +175,7 @@ _Static_assert(sizeof(struct droce_bind_seg) == DROCE_BIND_SEGS * 16, "bind seg"
 struct droce_td {
 	struct ibv_td ibv;
 	uint32_t refcnt;		/* parent domains on it */
+	struct droce_obj obj;
 };
 
 struct droce_pd {
@@ -157,6 +188,7 @@ struct droce_pd {
 	struct droce_pd *base;
 	struct droce_td *td;
 	void *pd_context;
+	struct droce_obj obj;
 };
 
 /* The PD an object made on ibpd is checked against (a parent domain's
@@ -250,6 +282,7 @@ struct droce_mr {
 	 * ibv_dereg_mr and a translation-changing ibv_rereg_mr wait for 0. */
 	uint32_t zc_inflight;
 	bool dying;			/* deregistered, zc frames pending */
+	struct droce_obj obj;
 };
 
 struct droce_cq {
@@ -282,6 +315,7 @@ struct droce_cq {
 	uint32_t pi __rte_cache_aligned;
 	uint32_t ci_seen;		/* ci_db as last read */
 	bool overrun;
+	struct droce_obj obj;		/* (the control path's) */
 };
 
 enum { DROCE_CQ_DISARMED, DROCE_CQ_ARM_ANY, DROCE_CQ_ARM_SOLICITED };
@@ -326,6 +360,7 @@ droce_wq_slot(const struct droce_wq *wq, uint32_t idx)
 struct droce_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
+	struct droce_obj obj;
 };
 
 /* mlx5_wqe_av as droce fills it for UD sends. */
@@ -339,6 +374,7 @@ struct droce_srq {
 	uint32_t refcnt;		/* QPs attached */
 	uint32_t async_delivered;	/* by ibv_get_async_event */
 	struct droce_wq wq;
+	struct droce_obj obj;
 };
 
 /*
@@ -634,6 +670,7 @@ struct droce_qp {
 	uint32_t rate_max_burst;	/* bytes; 0: the engine's default */
 	uint16_t rate_typical_pkt;	/* bytes; 0: a path-MTU frame */
 	uint32_t async_delivered;	/* by ibv_get_async_event */
+	struct droce_obj obj;
 };
 
 static inline struct droce_qp *droce_qp_of(struct ibv_qp *qp)
@@ -788,6 +825,10 @@ struct droce_context {
 	rte_spinlock_t async_lock;
 	struct ibv_async_event *async_q;
 	uint32_t async_head, async_tail;
+	/* what was made through it (droce_obj_add), a list a kind */
+	pthread_mutex_t obj_lock;
+	struct droce_obj objs[DROCE_OBJ_KINDS];
+	bool closing;			/* ibv_close_device under way */
 };
 
 static inline struct droce_context *droce_ctx(struct ibv_context *ctx)

@@ -43,6 +43,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	/* The PD cannot go while an AH is on it (EBUSY), as the kernel's
 	 * ib_dealloc_pd_user counts AHs among a PD's users. */
 	__atomic_fetch_add(&droce_pd_obj(pd)->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(pd->context, &ah->obj, DROCE_OBJ_AH);
 	return &ah->ibv;
 }
 
@@ -51,6 +52,7 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 	if (ah == NULL)
 		return EINVAL;
 	__atomic_fetch_sub(&droce_pd_obj(ah->pd)->refcnt, 1, __ATOMIC_RELEASE);
+	droce_obj_del(ah->context, &container_of(ah, struct droce_ah, ibv)->obj);
 	free(container_of(ah, struct droce_ah, ibv));
 	return 0;
 }

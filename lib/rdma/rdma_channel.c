@@ -27,7 +27,13 @@
 struct droce_channel {
 	struct ibv_comp_channel ibv;
 	struct rte_ring *pending;	/* CQs with an event, MP/SC */
+	struct droce_obj obj;
 };
+
+struct ibv_comp_channel *droce_channel_of_obj(struct droce_obj *o)
+{
+	return &container_of(o, struct droce_channel, obj)->ibv;
+}
 
 static inline struct droce_channel *chan_of(struct ibv_comp_channel *c)
 {
@@ -64,6 +70,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		return NULL;
 	}
 	ch->ibv.context = context;
+	droce_obj_add(context, &ch->obj, DROCE_OBJ_CHANNEL);
 	return &ch->ibv;
 }
 
@@ -76,6 +83,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	ch = chan_of(channel);
 	if (__atomic_load_n(&channel->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;	/* CQs still use it (ibv_create_comp_channel(3)) */
+	droce_obj_del(channel->context, &ch->obj);
 	close(channel->fd);
 	rte_ring_free(ch->pending);
 	free(ch);

@@ -297,6 +297,7 @@ static struct droce_cq *cq_create(struct ibv_context *ctx, int cqe,
 		droce_cq_install_ex_ops(cq);
 	if (channel)
 		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ctx, &cq->obj, DROCE_OBJ_CQ);
 	return cq;
 }
 
@@ -378,11 +379,13 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		droce_drv->app_waiting(dev, -1);	/* rdma_channel.c */
 	droce_drv->exec(dev, sync_noop, NULL);
 	droce_async_forget(ibcq->context, ibcq);
-	droce_async_wait_acked(&cq->async_delivered,
-			       &ibcq->async_events_completed, &ibcq->mutex,
-			       &ibcq->cond);
+	if (!droce_ctx_closing(ibcq->context))
+		droce_async_wait_acked(&cq->async_delivered,
+				       &ibcq->async_events_completed,
+				       &ibcq->mutex, &ibcq->cond);
 	if (cq->cq.channel) {
-		droce_cq_wait_events_acked(cq);
+		if (!droce_ctx_closing(ibcq->context))
+			droce_cq_wait_events_acked(cq);
 		__atomic_fetch_sub(&cq->cq.channel->refcnt, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&dev->lock);
@@ -390,6 +393,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	pthread_mutex_unlock(&dev->lock);
 	if (cq->parent)
 		__atomic_fetch_sub(&cq->parent->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_del(ibcq->context, &cq->obj);
 	pthread_mutex_destroy(&cq->cq.mutex);
 	pthread_cond_destroy(&cq->cq.cond);
 	rte_free(cq->ring);

@@ -578,6 +578,9 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c->dev = dev;
+	pthread_mutex_init(&c->obj_lock, NULL);
+	for (int k = 0; k < DROCE_OBJ_KINDS; k++)
+		c->objs[k].prev = c->objs[k].next = &c->objs[k];
 	if (droce_async_init(c)) {
 		free(c);
 		errno = ENOMEM;
@@ -627,13 +630,113 @@ static void sync_noop(void *arg)
 	(void)arg;
 }
 
+/* ------------------------------------------------- a context's objects */
+
+void droce_obj_add(struct ibv_context *ctx, struct droce_obj *o,
+		   enum droce_obj_kind kind)
+{
+	struct droce_context *c = droce_ctx(ctx);
+	struct droce_obj *head = &c->objs[kind];
+
+	pthread_mutex_lock(&c->obj_lock);
+	o->prev = head->prev;
+	o->next = head;
+	head->prev->next = o;
+	head->prev = o;
+	pthread_mutex_unlock(&c->obj_lock);
+}
+
+void droce_obj_del(struct ibv_context *ctx, struct droce_obj *o)
+{
+	struct droce_context *c = droce_ctx(ctx);
+
+	pthread_mutex_lock(&c->obj_lock);
+	if (o->next != NULL) {
+		o->prev->next = o->next;
+		o->next->prev = o->prev;
+		o->prev = o->next = NULL;
+	}
+	pthread_mutex_unlock(&c->obj_lock);
+}
+
+bool droce_ctx_closing(struct ibv_context *ctx)
+{
+	return __atomic_load_n(&droce_ctx(ctx)->closing, __ATOMIC_ACQUIRE);
+}
+
+static int obj_destroy(enum droce_obj_kind kind, struct droce_obj *o)
+{
+	switch (kind) {
+	case DROCE_OBJ_QP:
+		return ibv_destroy_qp(&container_of(o, struct droce_qp,
+						    obj)->ex.qp_base);
+	case DROCE_OBJ_AH:
+		return ibv_destroy_ah(&container_of(o, struct droce_ah, obj)->ibv);
+	case DROCE_OBJ_MW:
+		return droce_dealloc_mw(&container_of(o, struct droce_mr,
+						      obj)->ibv_mw);
+	case DROCE_OBJ_SRQ:
+		return ibv_destroy_srq(&container_of(o, struct droce_srq,
+						     obj)->ibv);
+	case DROCE_OBJ_MR:
+		return ibv_dereg_mr(&container_of(o, struct droce_mr, obj)->ibv);
+	case DROCE_OBJ_CQ:
+		return ibv_destroy_cq(&container_of(o, struct droce_cq, obj)->cq);
+	case DROCE_OBJ_CHANNEL:
+		return ibv_destroy_comp_channel(droce_channel_of_obj(o));
+	case DROCE_OBJ_PARENT_DOMAIN:
+	case DROCE_OBJ_PD:
+		return ibv_dealloc_pd(&container_of(o, struct droce_pd, obj)->ibv);
+	case DROCE_OBJ_TD:
+		return droce_dealloc_td(&container_of(o, struct droce_td,
+						      obj)->ibv);
+	default:
+		return EINVAL;
+	}
+}
+
+/*
+ * Destroy what the application left on a context it closes, users first.
+ * Returns how many could not go (a region whose zero-copy frames never
+ * drained): they keep the context's memory, never its device slot.
+ */
+static uint32_t ctx_destroy_objs(struct droce_context *c)
+{
+	uint32_t left = 0, gone = 0;
+
+	for (int k = 0; k < DROCE_OBJ_KINDS; k++) {
+		struct droce_obj *head = &c->objs[k], *o;
+
+		for (;;) {
+			pthread_mutex_lock(&c->obj_lock);
+			o = head->next == head ? NULL : head->next;
+			pthread_mutex_unlock(&c->obj_lock);
+			if (o == NULL)
+				break;
+			if (obj_destroy((enum droce_obj_kind)k, o) == 0) {
+				gone++;
+				continue;
+			}
+			droce_obj_del(&c->vctx.context, o);	/* (kept) */
+			left++;
+		}
+	}
+	if (gone || left)
+		DROCE_LOG(NOTICE, "ibv_close_device: %u objects left on the "
+			  "context destroyed, %u could not be", gone, left);
+	return left;
+}
+
 int ibv_close_device(struct ibv_context *context)
 {
 	struct droce_context *c;
+	uint32_t left;
 
 	if (context == NULL)
 		return EINVAL;
 	c = droce_ctx(context);
+	__atomic_store_n(&c->closing, true, __ATOMIC_RELEASE);
+	left = ctx_destroy_objs(c);
 	pthread_mutex_lock(&c->dev->lock);
 	for (uint32_t i = 0; i < DROCE_MAX_CTX; i++)
 		if (c->dev->ctxs[i] == context)
@@ -642,7 +745,10 @@ int ibv_close_device(struct ibv_context *context)
 	/* The engine posts port events to contexts: let it forget this one. */
 	droce_drv->exec(c->dev, sync_noop, NULL);
 	__atomic_fetch_sub(&c->dev->ctx_refcnt, 1, __ATOMIC_RELAXED);
+	if (left)
+		return 0;	/* what is left still points at it */
 	pthread_mutex_destroy(&context->mutex);
+	pthread_mutex_destroy(&c->obj_lock);
 	droce_async_fini(c);
 	free(c);
 	return 0;
@@ -875,6 +981,7 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	pd->ibv.handle = ++dev->nb_pd;
 	pthread_mutex_unlock(&dev->lock);
 	pd->ibv.context = context;
+	droce_obj_add(context, &pd->obj, DROCE_OBJ_PD);
 	return &pd->ibv;
 }
 
@@ -889,6 +996,7 @@ int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	dev = droce_dev_of_ctx(ibpd->context);
 	if (__atomic_load_n(&pd->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	droce_obj_del(ibpd->context, &pd->obj);
 	if (pd->base != NULL) {		/* a parent domain */
 		__atomic_fetch_sub(&pd->base->refcnt, 1, __ATOMIC_RELAXED);
 		if (pd->td != NULL)
@@ -921,6 +1029,7 @@ static struct ibv_td *droce_alloc_td(struct ibv_context *ctx,
 		return NULL;
 	}
 	td->ibv.context = ctx;
+	droce_obj_add(ctx, &td->obj, DROCE_OBJ_TD);
 	return &td->ibv;
 }
 
@@ -930,6 +1039,7 @@ static int droce_dealloc_td(struct ibv_td *ibtd)
 
 	if (__atomic_load_n(&td->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
+	droce_obj_del(ibtd->context, &td->obj);
 	free(td);
 	return 0;
 }
@@ -975,6 +1085,7 @@ static struct ibv_pd *droce_alloc_parent_domain(struct ibv_context *ctx,
 	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
 		pd->pd_context = attr->pd_context;
 	__atomic_fetch_add(&base->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ctx, &pd->obj, DROCE_OBJ_PARENT_DOMAIN);
 	return &pd->ibv;
 }
 

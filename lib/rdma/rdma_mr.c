@@ -113,6 +113,7 @@ static struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	dev->nb_mr++;
 	pthread_mutex_unlock(&dev->lock);
 	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ibpd->context, &mr->obj, DROCE_OBJ_MR);
 	return &mr->ibv;
 }
 
@@ -203,6 +204,7 @@ drain:
 		return EBUSY;
 	__atomic_fetch_sub(&droce_pd_obj(ibmr->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
+	droce_obj_del(ibmr->context, &mr->obj);
 	free(mr);
 	return 0;
 }

@@ -49,6 +49,7 @@ struct ibv_mw *droce_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	dev->nb_mr++;
 	pthread_mutex_unlock(&dev->lock);
 	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ibpd->context, &mw->obj, DROCE_OBJ_MW);
 	return &mw->ibv_mw;
 }
 
@@ -84,6 +85,7 @@ int droce_dealloc_mw(struct ibv_mw *ibmw)
 	droce_drv->exec(dev, sync_noop, NULL);
 	__atomic_fetch_sub(&droce_pd_obj(ibmw->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
+	droce_obj_del(ibmw->context, &mw->obj);
 	free(mw);
 	return 0;
 }

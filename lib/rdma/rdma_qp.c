@@ -369,6 +369,7 @@ static struct droce_qp *qp_create(struct ibv_context *ctx,
 	__atomic_fetch_add(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
 	if (qp->srq)
 		__atomic_fetch_add(&qp->srq->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ctx, &qp->obj, DROCE_OBJ_QP);
 	a->cap = qp->cap;
 	return qp;
 }
@@ -864,14 +865,17 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	droce_drv->exec(dev, destroy_apply, qp);
 	droce_drv->exec(dev, sync_noop, NULL);
 	droce_async_forget(ibqp->context, ibqp);
-	droce_async_wait_acked(&qp->async_delivered, &ibqp->events_completed,
-			       &ibqp->mutex, &ibqp->cond);
+	if (!droce_ctx_closing(ibqp->context))
+		droce_async_wait_acked(&qp->async_delivered,
+				       &ibqp->events_completed, &ibqp->mutex,
+				       &ibqp->cond);
 	__atomic_fetch_sub(&droce_pd_obj(ibqp->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->rcq->refcnt, 1, __ATOMIC_RELAXED);
 	if (qp->srq)
 		__atomic_fetch_sub(&qp->srq->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_del(ibqp->context, &qp->obj);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	qp_free_mem(qp);

@@ -87,6 +87,7 @@ static struct droce_srq *srq_create(struct ibv_pd *ibpd,
 	attr->max_wr = srq->wq.cnt;
 	attr->max_sge = srq->wq.max_sge;
 	__atomic_fetch_add(&droce_pd_obj(ibpd)->refcnt, 1, __ATOMIC_RELAXED);
+	droce_obj_add(ibpd->context, &srq->obj, DROCE_OBJ_SRQ);
 	return srq;
 }
 
@@ -180,11 +181,14 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
 	droce_async_forget(ibsrq->context, ibsrq);
-	droce_async_wait_acked(&srq->async_delivered, &ibsrq->events_completed,
-			       &ibsrq->mutex, &ibsrq->cond);
+	if (!droce_ctx_closing(ibsrq->context))
+		droce_async_wait_acked(&srq->async_delivered,
+				       &ibsrq->events_completed, &ibsrq->mutex,
+				       &ibsrq->cond);
 	__atomic_fetch_sub(&droce_pd_obj(ibsrq->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
 	droce_wq_free(&srq->wq);
+	droce_obj_del(ibsrq->context, &srq->obj);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
 	free(srq);

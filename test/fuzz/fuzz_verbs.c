@@ -3,8 +3,10 @@
  * fuzz_verbs: the control path with a hostile application. The input is a
  * program of verbs calls with arbitrary arguments over a small table of
  * objects of its own (PDs, thread and parent domains, completion channels,
- * CQs, SRQs, QPs, MRs, MWs, AHs) on both devices, interleaved with posts, polls and engine turns, so
- * that objects are modified, resized, deregistered and destroyed while
+ * CQs, SRQs, QPs, MRs, MWs, AHs) on both devices and on a third context
+ * that the program opens and closes with objects left on it (op 239:
+ * ibv_close_device destroys them), interleaved with posts, polls and
+ * engine turns, so that objects are modified, resized, deregistered and destroyed while
  * traffic is in flight. After the program every object left is destroyed.
  *
  * What must hold:
@@ -83,8 +85,14 @@ static unsigned long n_inputs;
 			fprintf(stderr, "fuzz_verbs: " __VA_ARGS__);	\
 	} while (0)
 
+/* A third context, on either device, that the program opens and closes
+ * with objects left on it (ibv_close_device destroys them) */
+static struct ibv_context *ctx_c;
+
 static struct ibv_context *ctx_of(uint8_t sel)
 {
+	if ((sel & 3) == 2 && ctx_c != NULL)
+		return ctx_c;
 	return (sel & 3) == 3 ? fz.ctx_b : fz.ctx_a;
 }
 
@@ -1256,10 +1264,68 @@ static void op_query(struct fz_in *in)
 	}
 }
 
+/* Open the third context, or close it with whatever the program left on
+ * it: the table forgets those objects first (they go with it). */
+static void ctx_c_close(void)
+{
+	struct ibv_context *c = ctx_c;
+	int n = 0;
+
+#define FORGET(tbl) do {						\
+		for (size_t i_ = 0; i_ < RTE_DIM(o.tbl); i_++)		\
+			if (o.tbl[i_] && o.tbl[i_]->context == c) {	\
+				o.tbl[i_] = NULL;			\
+				n++;					\
+			}						\
+	} while (0)
+	if (c == NULL)
+		return;
+	drain_async(c);		/* (its events name objects still in the table) */
+	for (int i = 0; i < NPD; i++)
+		if (o.pd[i] && o.pd[i]->context == c)
+			o.pd_base[i] = NULL, o.pd_td[i] = NULL;
+	for (int i = 0; i < NCQ; i++)
+		if (o.cq[i] && o.cq[i]->context == c)
+			o.cq_pd[i] = NULL, o.cq_ex[i] = false;
+	FORGET(pd);
+	FORGET(td);
+	FORGET(ch);
+	FORGET(cq);
+	FORGET(srq);
+	FORGET(qp);
+	FORGET(mr);
+	FORGET(mw);
+	FORGET(ah);
+#undef FORGET
+	ctx_c = NULL;
+	if (ibv_close_device(c))
+		DIE("ibv_close_device with %d objects on it failed", n);
+	TRACE("close_device: %d objects left on it\n", n);
+}
+
+static void op_context(struct fz_in *in)
+{
+	uint8_t f = fz_u8(in);
+	int fl;
+
+	if (ctx_c != NULL) {
+		ctx_c_close();
+		return;
+	}
+	ctx_c = ibv_open_device((f & 1 ? fz.ctx_b : fz.ctx_a)->device);
+	if (ctx_c == NULL)
+		DIE("ibv_open_device: %s", strerror(errno));
+	fl = fcntl(ctx_c->async_fd, F_GETFL);
+	if (fl < 0 || fcntl(ctx_c->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		DIE("async_fd: O_NONBLOCK");
+	TRACE("open_device %c\n", f & 1 ? 'b' : 'a');
+}
+
 /* ----------------------------------------------------------- cleanup */
 
 static void destroy_all(void)
 {
+	ctx_c_close();	/* with what is left on it */
 	for (int i = 0; i < NQP; i++)
 		if (o.qp[i])
 			qp_to_err(o.qp[i]);
@@ -1350,7 +1416,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 17: op_post_send(&in); break;
 		case 18: op_post_recv(&in); break;
 		default:
-			if (op & 0x80)
+			if (op == 239)
+				op_context(&in);
+			else if (op & 0x80)
 				op_query(&in);
 			else
 				fz_poll(1 + fz_u8(&in) % 64);
@@ -1358,6 +1426,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		drain_async(fz.ctx_a);
 		drain_async(fz.ctx_b);
+		if (ctx_c)
+			drain_async(ctx_c);
 	}
 	fz_settle();
 	for (int i = 0; i < NCQ; i++)

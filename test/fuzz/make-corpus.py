@@ -414,6 +414,16 @@ def make_verbs(out):
     write(out, 'ud_send', ud + v_recv(1, [v_sge(0x4000, 0x0241, 1)]) +
           v_send(0, 2, 0x02, [v_sge(0, 100, 0)], extra=bytes([0, 1, 0])) +
           v_poll())
+    # the same pair with A's side on a third context (ctx selector 2, op
+    # 239 opens it on A), closed with the QP, MR, CQ and PD on it and a
+    # WRITE in flight; then B sends to what is gone
+    pair_c = (v_pd(0, 2) + v_pd(1, 3) + v_cq(0, 2) + v_cq(1, 3) +
+              v_qp(0, 0, 0) + v_qp(1, 1, 1) +
+              v_mr(0, 0, 0, 16384) + v_mr(1, 1, 0x4000, 16384))
+    write(out, 'ctxc_rc_write_closed', bytes([239, 0]) + pair_c + conn +
+          recv + v_send(0, 0, 0x02, [v_sge(0, 0x0541, 0)]) +
+          bytes([239, 0]) + v_poll() +
+          v_send(1, 0, 0x02, [v_sge(0x4000, 64, 1)], raddr_mr=0) + v_poll())
     # SRQ, channel, resize, notify on their own
     write(out, 'objects', v_pd(0, 0) + bytes([1, 0, 0]) +
           bytes([2, 0, 0x10, 16]) + bytes([4, 0, 200]) + bytes([5, 0, 1]) +
