@@ -5,8 +5,9 @@
  * objects of its own (PDs, thread and parent domains, completion channels,
  * CQs, SRQs, QPs, MRs, MWs, AHs) on both devices and on a third context
  * that the program opens and closes with objects left on it (op 239:
- * ibv_close_device destroys them), interleaved with posts, polls and
- * engine turns, so that objects are modified, resized, deregistered and destroyed while
+ * ibv_close_device destroys them), interleaved with posts (ibv_post_send,
+ * or ibv_wr_* on a QP made with builders), polls and engine turns, so
+ * that objects are modified, resized, deregistered and destroyed while
  * traffic is in flight. After the program every object left is destroyed.
  *
  * What must hold:
@@ -63,6 +64,7 @@ static struct {
 	struct ibv_pd *cq_pd[NCQ];	/* the parent domain it was made in */
 	struct ibv_srq *srq[NSRQ];
 	struct ibv_qp *qp[NQP];
+	uint64_t qp_ops[NQP];		/* its send_ops_flags: ibv_wr_* */
 	struct ibv_mr *mr[NMR];
 	struct ibv_mw *mw[NMW];
 	struct ibv_ah *ah[NAH];
@@ -439,6 +441,92 @@ static void fill_sges(struct fz_in *in, struct ibv_sge *sg, int n, bool inl)
 	}
 }
 
+/*
+ * The same work requests through ibv_wr_*: each through its builder when
+ * the QP was made with it (calling one it was not made with is the
+ * application's crash, as with mlx5), then its address vector (UD) and
+ * its data, the list whole or in turn inline; completed, or aborted.
+ */
+static int post_wr_api(struct ibv_qp *qp, uint64_t ops, struct ibv_send_wr *wr,
+		       bool abort_it)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+
+	ibv_wr_start(x);
+	for (struct ibv_send_wr *w = wr; w != NULL; w = w->next) {
+		struct ibv_data_buf db[MAX_SG];
+		uint64_t need;
+
+		x->wr_id = w->wr_id;
+		x->wr_flags = w->send_flags & ~(unsigned int)IBV_SEND_INLINE;
+		switch (w->opcode) {
+		case IBV_WR_RDMA_WRITE: need = IBV_QP_EX_WITH_RDMA_WRITE; break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM: need = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM; break;
+		case IBV_WR_SEND: need = IBV_QP_EX_WITH_SEND; break;
+		case IBV_WR_SEND_WITH_IMM: need = IBV_QP_EX_WITH_SEND_WITH_IMM; break;
+		case IBV_WR_RDMA_READ: need = IBV_QP_EX_WITH_RDMA_READ; break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP: need = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP; break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD: need = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD; break;
+		case IBV_WR_LOCAL_INV: need = IBV_QP_EX_WITH_LOCAL_INV; break;
+		case IBV_WR_BIND_MW: need = IBV_QP_EX_WITH_BIND_MW; break;
+		case IBV_WR_SEND_WITH_INV: need = IBV_QP_EX_WITH_SEND_WITH_INV; break;
+		default: need = 0; break;
+		}
+		if (need == 0 || !(ops & need))
+			continue;
+		switch (w->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(x, w->wr.rdma.rkey,
+					      w->wr.rdma.remote_addr, w->imm_data);
+			break;
+		case IBV_WR_SEND: ibv_wr_send(x); break;
+		case IBV_WR_SEND_WITH_IMM: ibv_wr_send_imm(x, w->imm_data); break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, w->wr.atomic.rkey,
+					      w->wr.atomic.remote_addr,
+					      w->wr.atomic.compare_add,
+					      w->wr.atomic.swap);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, w->wr.atomic.rkey,
+						w->wr.atomic.remote_addr,
+						w->wr.atomic.compare_add);
+			break;
+		case IBV_WR_LOCAL_INV: ibv_wr_local_inv(x, w->invalidate_rkey); break;
+		case IBV_WR_BIND_MW:
+			ibv_wr_bind_mw(x, w->bind_mw.mw, w->bind_mw.rkey,
+				       &w->bind_mw.bind_info);
+			break;
+		default: ibv_wr_send_inv(x, w->invalidate_rkey); break;
+		}
+		if (qp->qp_type == IBV_QPT_UD)
+			ibv_wr_set_ud_addr(x, w->wr.ud.ah, w->wr.ud.remote_qpn,
+					   w->wr.ud.remote_qkey);
+		if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV)
+			continue;
+		if (!(w->send_flags & IBV_SEND_INLINE)) {
+			ibv_wr_set_sge_list(x, (size_t)w->num_sge, w->sg_list);
+			continue;
+		}
+		for (int k = 0; k < w->num_sge; k++) {
+			db[k].addr = (void *)(uintptr_t)w->sg_list[k].addr;
+			db[k].length = w->sg_list[k].length;
+		}
+		ibv_wr_set_inline_data_list(x, (size_t)w->num_sge, db);
+	}
+	if (abort_it) {
+		ibv_wr_abort(x);
+		return 0;
+	}
+	return ibv_wr_complete(x);
+}
+
 static void op_post_send(struct fz_in *in)
 {
 	static const enum ibv_wr_opcode ops[] = {
@@ -447,7 +535,10 @@ static void op_post_send(struct fz_in *in)
 		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
 		IBV_WR_LOCAL_INV, IBV_WR_BIND_MW, IBV_WR_SEND_WITH_INV,
 	};
-	struct ibv_qp *qp = o.qp[fz_u8(in) % NQP];
+	uint8_t q = fz_u8(in);
+	struct ibv_qp *qp = o.qp[q % NQP];
+	/* the QP made with builders: through them, when the op says so */
+	bool wr_api = (q & 0x80) && qp != NULL && o.qp_ops[q % NQP];
 	struct ibv_send_wr wr[MAX_WR], *bad = NULL;
 	struct ibv_sge sg[MAX_WR][MAX_SG];
 	int nwr = 1 + fz_u8(in) % MAX_WR, ret;
@@ -516,6 +607,15 @@ static void op_post_send(struct fz_in *in)
 			w->wr.ud.remote_qpn = pick_qpn(in);
 			w->wr.ud.remote_qkey = fz_u8(in) & 1 ? fz_u32(in) : 0x11111111;
 		}
+	}
+	if (wr_api) {
+		ret = post_wr_api(qp, o.qp_ops[q % NQP], wr, q & 0x40);
+		TRACE("ibv_wr_* QP 0x%x %d WRs, first opcode %d, %s: %d\n",
+		      qp->qp_num, nwr, wr[0].opcode,
+		      q & 0x40 ? "aborted" : "completed", ret);
+		if (ret)
+			want_errno("ibv_wr_complete", ret);
+		return;
 	}
 	ret = ibv_post_send(qp, wr, &bad);
 	TRACE("post_send QP 0x%x %d WRs, first opcode %d: %d\n", qp->qp_num,
@@ -663,6 +763,8 @@ static void op_create_qp(struct fz_in *in)
 	    (a.srq && a.srq->context != pd->context))
 		DIE("ibv_create_qp took a CQ or SRQ of another context");
 	o.qp[slot] = qp;
+	o.qp_ops[slot] = a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS ?
+			 a.send_ops_flags : 0;
 }
 
 static void op_destroy_qp(struct fz_in *in)

@@ -319,6 +319,12 @@ def v_qp(slot, pd, cq, typ=0, nwr=32):
     return bytes([7, slot, typ, pd, 0x80 | cq, nwr, nwr, 2, 2, 1])
 
 
+def v_qp_ex(slot, pd, cq, ops, typ=0, nwr=32):
+    # ibv_create_qp_ex with send_ops_flags ops (ibv_wr_* builders)
+    return bytes([7, slot, 0x40 | typ, pd, 0x80 | cq, nwr, nwr, 2, 2, 1, 1]) + \
+        struct.pack('>H', ops) + bytes([0, 0])
+
+
 def v_mr(slot, pd, off, length, access=0x1f):
     return bytes([14, slot, pd << 4]) + struct.pack('>HH', off, length) + \
         bytes([access])
@@ -424,6 +430,20 @@ def make_verbs(out):
           recv + v_send(0, 0, 0x02, [v_sge(0, 0x0541, 0)]) +
           bytes([239, 0]) + v_poll() +
           v_send(1, 0, 0x02, [v_sge(0x4000, 64, 1)], raddr_mr=0) + v_poll())
+    # the RC pair made with every RC builder (IBV_QP_EX_WITH_*: 0x3ff),
+    # each op posted through ibv_wr_* (0x80 in the QP byte; 0x84 % 6 is
+    # slot 0), completed; and a WRITE then aborted (0x40: 0xc0)
+    pair_x = (v_pd(0, 0) + v_pd(1, 3) + v_cq(0, 0) + v_cq(1, 3) +
+              v_qp_ex(0, 0, 0, 0x3ff) + v_qp_ex(1, 1, 1, 0x3ff) +
+              v_mr(0, 0, 0, 16384) + v_mr(1, 1, 0x4000, 16384))
+    for op, name in ops:
+        n = 8 if op in (5, 6) else 0x0541
+        body = v_send(0, op, 0x02, [v_sge(0, n, 0)])
+        write(out, 'wr_api_%s' % name, pair_x + conn + recv +
+              bytes([body[0], 0x84]) + body[2:] + v_poll())
+    body = v_send(0, 0, 0x02, [v_sge(0, 64, 0)])
+    write(out, 'wr_api_aborted', pair_x + conn + bytes([body[0], 0xc0]) +
+          body[2:] + v_poll())
     # SRQ, channel, resize, notify on their own
     write(out, 'objects', v_pd(0, 0) + bytes([1, 0, 0]) +
           bytes([2, 0, 0x10, 16]) + bytes([4, 0, 200]) + bytes([5, 0, 1]) +
