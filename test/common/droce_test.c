@@ -454,6 +454,19 @@ void dt_dev_open(struct dt_dev *d, struct ibv_device *dev)
 	d->port_id = droce_dev_port_id(d->ctx);
 }
 
+int dt_finish(struct dt_env *env)
+{
+	dt_fini(env);
+	if (dt_failures) {
+		printf("%s: FAILED (%u failure(s)); reproduce with "
+		       "DROCE_TEST_SEED=%" PRIu64 "\n", g_prog, dt_failures,
+		       g_seed);
+		return 1;
+	}
+	printf("%s: PASSED\n", g_prog);
+	return 0;
+}
+
 void dt_dump_stats(struct dt_env *env)
 {
 	int i;

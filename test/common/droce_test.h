@@ -202,6 +202,9 @@ void dt_set_fini_hook(void (*fn)(void));
 /* Dealloc the PDs, close the devices, free the list, droce_cleanup(),
  * rte_eal_cleanup(). Checks every return value. */
 void dt_fini(struct dt_env *env);
+/* dt_fini, then the verdict ("<prog>: PASSED", or FAILED with the count
+ * and the seed that reproduces it): main's exit status. */
+int dt_finish(struct dt_env *env);
 /* Print droce's per-device counters (debugging aid on failure). */
 void dt_dump_stats(struct dt_env *env);
 

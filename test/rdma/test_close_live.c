@@ -295,11 +295,5 @@ int main(int argc, char **argv)
 	CHECK_OK(ibv_dereg_mr(mb));
 	free(a);
 	free(b);
-	dt_fini(&env);
-	if (dt_failures) {
-		printf("FAIL: %u failure(s)\n", dt_failures);
-		return 1;
-	}
-	printf("PASS\n");
-	return 0;
+	return dt_finish(&env);
 }

@@ -207,7 +207,5 @@ int main(void)
 	CHECK(roce6_flow > 0);
 	CHECK(v6 > icmp6);
 	CHECK_OK(rte_eth_remove_rx_callback((uint16_t)env.dev[1].port_id, 0, cb));
-	dt_fini(&env);
-	printf("test_ipv6: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }

@@ -194,7 +194,5 @@ int main(void)
 	CHECK_OK(ibv_dereg_mr(md));
 	free(src);
 	free(dst);
-	dt_fini(&env);
-	printf("test_keeper_backoff: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }

@@ -153,7 +153,5 @@ int main(int argc, char **argv)
 	CHECK_OK(ibv_dereg_mr(md));
 	free(src);
 	free(dst);
-	dt_fini(&env);
-	printf("test_keeper_cpus: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }

@@ -157,11 +157,5 @@ int main(int argc, char **argv)
 	dt_cq_destroy(&rcq_b);
 	free(src);
 	free(dst);
-	dt_fini(&env);
-	if (dt_failures) {
-		printf("FAIL: %u failure(s)\n", dt_failures);
-		return 1;
-	}
-	printf("PASS\n");
-	return 0;
+	return dt_finish(&env);
 }

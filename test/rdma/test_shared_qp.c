@@ -186,7 +186,5 @@ int main(void)
 	CHECK_OK(ibv_dereg_mr(mrb));
 	free(src);
 	free(dst);
-	dt_fini(&env);
-	printf("test_shared_qp: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }

@@ -208,7 +208,5 @@ int main(void)
 	free(osrc);
 	free(src);
 	free(dst);
-	dt_fini(&env);
-	printf("test_thread_domain: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }

@@ -140,7 +140,5 @@ int main(void)
 	/* bad devargs */
 	CHECK(droce_create_ring_pair("ip=198.18.2.1,vlan=4095", NULL) < 0);
 	CHECK(droce_create_ring_pair("ip=198.18.2.1,prio=3", NULL) < 0);
-	dt_fini(&env);
-	printf("test_vlan: %s\n", dt_failures ? "FAILED" : "PASSED");
-	return dt_failures ? 1 : 0;
+	return dt_finish(&env);
 }
