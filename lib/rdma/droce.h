@@ -51,6 +51,11 @@ extern "C" {
  *                  whatever its PMD reports: net_af_packet reports 1500
  *                  whatever its framesz (give it framesz/blocksz that hold
  *                  the frames, e.g. framesz=4352,blocksz=69632 for mtu=4096)
+ *   linger_ms=N    lcore=app: ibv_destroy_qp of a connected QP that heard
+ *                  from its peer in the last 200 ms first drives the
+ *                  engine until the port has been quiet for N ms (10 N
+ *                  at most), so ACKs it still owes reach the peer
+ *                  (default 50, at most 1000; 0: destroy at once)
  *   post_drive=N   lcore=app: a post that brings the WQEs posted since the
  *                  last such turn to N runs one engine iteration itself,
  *                  so packets leave while the application is still posting

@@ -74,6 +74,11 @@ static inline void droce_trace_refresh(void)
  * thirty-third round) */
 #define DROCE_DEFAULT_RX_SPIN	8
 #define DROCE_MAX_RX_SPIN	1024
+/* lcore=app: ibv_destroy_qp of a QP that heard from its peer in the last
+ * 200 ms drives the engine until the link has been quiet this long, ten
+ * times it at most (devarg linger_ms; 0: not at all) */
+#define DROCE_DEFAULT_LINGER_MS	50
+#define DROCE_MAX_LINGER_MS	1000
 /* Packet pacing (ibv_modify_qp_rate_limit, IBV_QP_RATE_LIMIT): the range
  * of rates in kbps and the longest burst a QP may be given, bytes. */
 #define DROCE_RATE_MIN_KBPS	1
@@ -711,6 +716,7 @@ struct droce_devargs {
 	uint32_t post_drive;		/* lcore=app: posts per engine turn; 0 off */
 	uint32_t rx_spin;		/* lcore=app: port looks more in an idle poll */
 	uint32_t icrc_batch;		/* ICRCs of image frames at the tx burst */
+	uint32_t linger_ms;		/* lcore=app: quiet wanted at ibv_destroy_qp */
 };
 
 struct droce_dev {

@@ -139,7 +139,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	static const char *const keys[] = {
 		"ip", "mtu", "lcore", "name", "idle_us", "mac", "nb_mbuf",
 		"arp_timeout_ms", "port", "impair", "vlan", "prio", "port_mtu",
-		"zc_min", "cycles", "post_drive", "rx_spin", "icrc_batch", NULL
+		"zc_min", "cycles", "post_drive", "rx_spin", "icrc_batch",
+		"linger_ms", NULL
 	};
 	struct rte_kvargs *kv;
 	uint32_t vid = 0, prio = 0;
@@ -153,6 +154,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	a->rx_spin = DROCE_DEFAULT_RX_SPIN;
 	a->icrc_batch = 1;
 	a->arp_timeout_ms = 1000;
+	a->linger_ms = DROCE_DEFAULT_LINGER_MS;
 	if (str == NULL || *str == '\0')
 		return -EINVAL;	/* ip is required */
 	kv = rte_kvargs_parse(str, keys);
@@ -179,7 +181,8 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    rte_kvargs_process(kv, "cycles", parse_u32, &a->cycles) ||
 	    rte_kvargs_process(kv, "post_drive", parse_u32, &a->post_drive) ||
 	    rte_kvargs_process(kv, "rx_spin", parse_u32, &a->rx_spin) ||
-	    rte_kvargs_process(kv, "icrc_batch", parse_u32, &a->icrc_batch)) {
+	    rte_kvargs_process(kv, "icrc_batch", parse_u32, &a->icrc_batch) ||
+	    rte_kvargs_process(kv, "linger_ms", parse_u32, &a->linger_ms)) {
 		ret = -EINVAL;
 		goto out;
 	}
@@ -187,7 +190,7 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	    a->max_mtu != 2048 && a->max_mtu != 4096)
 		ret = -EINVAL;
 	if (a->nb_mbuf < 1024 || a->cycles > 1 || a->rx_spin > DROCE_MAX_RX_SPIN ||
-	    a->icrc_batch > 1)
+	    a->icrc_batch > 1 || a->linger_ms > DROCE_MAX_LINGER_MS)
 		ret = -EINVAL;
 	if (a->port_mtu && (a->port_mtu < 576 || a->port_mtu > 65535))
 		ret = -EINVAL;

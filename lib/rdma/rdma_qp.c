@@ -791,7 +791,9 @@ static void destroy_apply(void *arg)
  * connected QP being destroyed may still owe its peer an ACK that has not
  * left (or not been read) yet, and a peer that lost one retransmits: keep
  * driving the engine until the link has been quiet for a moment, as a
- * NIC would go on answering after the process stopped polling.
+ * NIC would go on answering after the process stopped polling (devarg
+ * linger_ms: the quiet wanted; 0 for a program that knows its peer needs
+ * nothing more, such as a fuzzer with both ends in one thread).
  *
  * A poll that found nothing is followed by a short nap, not by the next
  * poll: the peer often exits while we linger, and DPDK 22.11's memif then
@@ -813,7 +815,7 @@ static double mono_s(void)
 
 static void linger(struct droce_dev *dev)
 {
-	double now, t0, quiet;
+	double want = dev->args.linger_ms / 1e3, now, t0, quiet;
 
 	t0 = quiet = mono_s();
 	for (;;) {
@@ -831,7 +833,7 @@ static void linger(struct droce_dev *dev)
 		now = mono_s();
 		if (busy)
 			quiet = now;
-		if (now - quiet > 0.05 || now - t0 > 0.5)
+		if (now - quiet > want || now - t0 > 10 * want)
 			break;
 	}
 }
@@ -848,9 +850,9 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dev = qp->dev;
 	idx = ibqp->qp_num - DROCE_QPN_BASE;
 	/* Only a QP that talked lately can owe its peer anything. */
-	if (dev->args.lcore < 0 && (qp->state == IBV_QPS_RTS ||
-				    qp->state == IBV_QPS_RTR ||
-				    qp->state == IBV_QPS_SQD) &&
+	if (dev->args.lcore < 0 && dev->args.linger_ms &&
+	    (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_RTR ||
+	     qp->state == IBV_QPS_SQD) &&
 	    rte_rdtsc() - qp->last_rx_tsc < rte_get_tsc_hz() / 5)
 		linger(dev);
 	pthread_mutex_lock(&dev->lock);

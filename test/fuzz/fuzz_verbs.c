@@ -667,8 +667,9 @@ static void op_post_recv(struct fz_in *in)
 /* -------------------------------------------------------------- QPs */
 
 /* To ERR first: a QP of an app-driven device destroyed while it talks
- * lingers up to 50 ms (rdma_qp.c linger) for its peer's last requests;
- * op_destroy_qp does that now and then, the cleanup never. */
+ * lingers (rdma_qp.c linger; 1 ms of quiet here, fz_env's linger_ms) for
+ * its peer's last requests; op_destroy_qp does that now and then, the
+ * cleanup never. */
 static void qp_to_err(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
@@ -775,7 +776,7 @@ static void op_destroy_qp(struct fz_in *in)
 
 	if (o.qp[slot] == NULL)
 		return;
-	/* Now and then as it is, to linger (50 ms: few, for the rate). */
+	/* Now and then as it is, to linger (few, for the rate). */
 	if ((s & 0xe0) != 0xe0)
 		qp_to_err(o.qp[slot]);
 	ret = ibv_destroy_qp(o.qp[slot]);

@@ -573,8 +573,9 @@ void fz_env_init(const char *prog)
 	snprintf(fz_rundir, sizeof(fz_rundir), "%s", rte_eal_get_runtime_dir());
 	if (rmdir(fz_rundir) == 0)
 		fz_rundir[0] = '\0';
-	ret = droce_create_ring_pair("ip=198.18.0.1,lcore=app,mtu=4096,nb_mbuf=2047",
-				     "ip=198.18.0.2,lcore=app,mtu=4096,nb_mbuf=2047");
+	ret = droce_create_ring_pair(
+		"ip=198.18.0.1,lcore=app,mtu=4096,nb_mbuf=2047,linger_ms=1",
+		"ip=198.18.0.2,lcore=app,mtu=4096,nb_mbuf=2047,linger_ms=1");
 	if (ret)
 		FZ_DIE("droce_create_ring_pair: %d", ret);
 	fz.list = ibv_get_device_list(&n);
