@@ -325,6 +325,7 @@ struct droce_cq {
 
 enum { DROCE_CQ_DISARMED, DROCE_CQ_ARM_ANY, DROCE_CQ_ARM_SOLICITED };
 void droce_cq_event(struct droce_cq *cq, const struct droce_cqe *e);
+/* ibv_destroy_cq: its completion events acknowledged (not when closing) */
 void droce_cq_wait_events_acked(struct droce_cq *cq);
 
 static inline struct droce_cq *droce_cq_of(struct ibv_cq *cq)
@@ -951,11 +952,13 @@ void droce_async_event(struct ibv_context *ctx, enum ibv_event_type type,
 		       void *object);
 /*
  * Before an object goes (ibv_destroy_qp/cq/srq): drop its events not yet
- * read, then wait until those read were acknowledged (libibverbs' rule).
+ * read, then wait until those read were acknowledged (libibverbs' rule),
+ * unless ctx is being closed: no acknowledgement will come then.
  */
 void droce_async_forget(struct ibv_context *ctx, void *object);
-void droce_async_wait_acked(uint32_t *delivered, uint32_t *acked,
-			    pthread_mutex_t *m, pthread_cond_t *cv);
+void droce_async_wait_acked(struct ibv_context *ctx, uint32_t *delivered,
+			    uint32_t *acked, pthread_mutex_t *m,
+			    pthread_cond_t *cv);
 /* A port event to every context open on the device. */
 void droce_port_event(struct droce_dev *dev, enum ibv_event_type type);
 

@@ -168,9 +168,12 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 }
 
 /* Wait for the acknowledgements of what ibv_get_async_event delivered. */
-void droce_async_wait_acked(uint32_t *delivered, uint32_t *acked,
-			    pthread_mutex_t *m, pthread_cond_t *cv)
+void droce_async_wait_acked(struct ibv_context *ctx, uint32_t *delivered,
+			    uint32_t *acked, pthread_mutex_t *m,
+			    pthread_cond_t *cv)
 {
+	if (droce_ctx_closing(ctx))
+		return;
 	pthread_mutex_lock(m);
 	while (*acked != __atomic_load_n(delivered, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(cv, m);

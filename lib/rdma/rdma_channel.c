@@ -170,9 +170,12 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 }
 
 /* ibv_destroy_cq(3): all completion events must be acknowledged first;
- * libibverbs waits for them, and so does droce. */
+ * libibverbs waits for them, and so does droce (but for a context being
+ * closed: no acknowledgement will come). */
 void droce_cq_wait_events_acked(struct droce_cq *cq)
 {
+	if (droce_ctx_closing(cq->cq.context))
+		return;
 	pthread_mutex_lock(&cq->cq.mutex);
 	while (cq->cq.comp_events_completed !=
 	       __atomic_load_n(&cq->events_delivered, __ATOMIC_ACQUIRE))

@@ -379,13 +379,11 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 		droce_drv->app_waiting(dev, -1);	/* rdma_channel.c */
 	droce_drv->exec(dev, sync_noop, NULL);
 	droce_async_forget(ibcq->context, ibcq);
-	if (!droce_ctx_closing(ibcq->context))
-		droce_async_wait_acked(&cq->async_delivered,
-				       &ibcq->async_events_completed,
-				       &ibcq->mutex, &ibcq->cond);
+	droce_async_wait_acked(ibcq->context, &cq->async_delivered,
+			       &ibcq->async_events_completed, &ibcq->mutex,
+			       &ibcq->cond);
 	if (cq->cq.channel) {
-		if (!droce_ctx_closing(ibcq->context))
-			droce_cq_wait_events_acked(cq);
+		droce_cq_wait_events_acked(cq);
 		__atomic_fetch_sub(&cq->cq.channel->refcnt, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&dev->lock);

@@ -867,10 +867,9 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	droce_drv->exec(dev, destroy_apply, qp);
 	droce_drv->exec(dev, sync_noop, NULL);
 	droce_async_forget(ibqp->context, ibqp);
-	if (!droce_ctx_closing(ibqp->context))
-		droce_async_wait_acked(&qp->async_delivered,
-				       &ibqp->events_completed, &ibqp->mutex,
-				       &ibqp->cond);
+	droce_async_wait_acked(ibqp->context, &qp->async_delivered,
+			       &ibqp->events_completed, &ibqp->mutex,
+			       &ibqp->cond);
 	__atomic_fetch_sub(&droce_pd_obj(ibqp->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&qp->scq->refcnt, 1, __ATOMIC_RELAXED);

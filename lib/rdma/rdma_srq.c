@@ -181,10 +181,9 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (__atomic_load_n(&srq->refcnt, __ATOMIC_ACQUIRE))
 		return EBUSY;
 	droce_async_forget(ibsrq->context, ibsrq);
-	if (!droce_ctx_closing(ibsrq->context))
-		droce_async_wait_acked(&srq->async_delivered,
-				       &ibsrq->events_completed, &ibsrq->mutex,
-				       &ibsrq->cond);
+	droce_async_wait_acked(ibsrq->context, &srq->async_delivered,
+			       &ibsrq->events_completed, &ibsrq->mutex,
+			       &ibsrq->cond);
 	__atomic_fetch_sub(&droce_pd_obj(ibsrq->pd)->refcnt, 1,
 			   __ATOMIC_RELAXED);
 	droce_wq_free(&srq->wq);
