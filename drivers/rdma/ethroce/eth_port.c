@@ -71,6 +71,14 @@ static void free_closed(void)
 /* memif's buffer size when its devargs give none (DPDK 22.11). */
 #define MEMIF_DEFAULT_BSIZE	2048
 
+/* Whether the port's driver is `name` (a port may report none). */
+static bool port_driver_is(const struct rte_eth_dev_info *info,
+			   const char *name)
+{
+	return info->driver_name != NULL &&
+	       strcmp(info->driver_name, name) == 0;
+}
+
 /*
  * A memif port whose frames need more than one of its buffers: warn.
  * memif then sends a frame as chained descriptors, and DPDK's copy-mode
@@ -92,9 +100,7 @@ memif_check_bsize(uint16_t port, const struct rte_eth_dev_info *info,
 	const char *v;
 	uint32_t bsize = MEMIF_DEFAULT_BSIZE;
 
-	if (info->driver_name == NULL ||
-	    strcmp(info->driver_name, "net_memif") != 0 ||
-	    info->device == NULL)
+	if (!port_driver_is(info, "net_memif") || info->device == NULL)
 		return;
 	da = rte_dev_devargs(info->device);
 	if (da != NULL && da->args != NULL)
@@ -130,9 +136,8 @@ int eth_port_setup(struct droce_dev *dev)
 	/* Ports whose state in the kernel outlives the process unless they
 	 * close: net_af_xdp's XDP program, and both PMDs' promiscuous mode
 	 * (the interface's IFF_PROMISC). droce_exit_release closes them. */
-	dev->port_kernel = info.driver_name != NULL &&
-			   (strcmp(info.driver_name, "net_af_xdp") == 0 ||
-			    strcmp(info.driver_name, "net_af_packet") == 0);
+	dev->port_kernel = port_driver_is(&info, "net_af_xdp") ||
+			   port_driver_is(&info, "net_af_packet");
 	/* The largest path MTU whose frames the port takes (its MTU, and its
 	 * frame limit: memif, for one, carries 1518-byte frames at most). */
 	{
@@ -193,12 +198,12 @@ int eth_port_setup(struct droce_dev *dev)
 	dev->zc_min = 0;
 	if (dev->args.zc_min) {
 		if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) &&
-		    (strcmp(info.driver_name, "net_ring") == 0 ||
-		     strcmp(info.driver_name, "net_af_packet") == 0))
+		    (port_driver_is(&info, "net_ring") ||
+		     port_driver_is(&info, "net_af_packet")))
 			dev->zc_min = dev->args.zc_min;
 		else
 			DROCE_LOG(WARNING, "port %u (%s): no zero-copy transmit on this port",
-				  port, info.driver_name);
+				  port, info.driver_name ? info.driver_name : "?");
 	}
 	ret = rte_eth_dev_configure(port, 1, 1, &conf);
 	if (ret) {
