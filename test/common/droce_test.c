@@ -830,45 +830,35 @@ struct ibv_qp *dt_qp_create(struct dt_dev *d, struct ibv_cq *scq,
 			    struct ibv_qp_cap *cap_out)
 {
 	struct ibv_pd *pd = cfg->pd ? cfg->pd : d->pd;
+	struct ibv_qp_init_attr_ex a;
 	struct ibv_qp *qp;
 
+	/* (ibv_qp_init_attr is the first part of the _ex form) */
+	memset(&a, 0, sizeof(a));
+	a.send_cq = scq;
+	a.recv_cq = rcq;
+	a.cap.max_send_wr = cfg->max_send_wr;
+	a.cap.max_recv_wr = cfg->max_recv_wr;
+	a.cap.max_send_sge = cfg->max_send_sge;
+	a.cap.max_recv_sge = cfg->max_recv_sge;
+	a.cap.max_inline_data = cfg->max_inline_data;
+	a.qp_type = IBV_QPT_RC;
+	a.sq_sig_all = cfg->sq_sig_all;
 	if (cfg->send_ops_flags != 0) {
-		struct ibv_qp_init_attr_ex a;
-
-		memset(&a, 0, sizeof(a));
-		a.send_cq = scq;
-		a.recv_cq = rcq;
-		a.cap.max_send_wr = cfg->max_send_wr;
-		a.cap.max_recv_wr = cfg->max_recv_wr;
-		a.cap.max_send_sge = cfg->max_send_sge;
-		a.cap.max_recv_sge = cfg->max_recv_sge;
-		a.cap.max_inline_data = cfg->max_inline_data;
-		a.qp_type = IBV_QPT_RC;
-		a.sq_sig_all = cfg->sq_sig_all;
 		a.comp_mask = IBV_QP_INIT_ATTR_PD |
 			      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		a.pd = pd;
 		a.send_ops_flags = cfg->send_ops_flags;
 		qp = ibv_create_qp_ex(d->ctx, &a);
-		if (qp != NULL && cap_out != NULL)
-			*cap_out = a.cap;
 	} else {
-		struct ibv_qp_init_attr a;
+		struct ibv_qp_init_attr b;
 
-		memset(&a, 0, sizeof(a));
-		a.send_cq = scq;
-		a.recv_cq = rcq;
-		a.cap.max_send_wr = cfg->max_send_wr;
-		a.cap.max_recv_wr = cfg->max_recv_wr;
-		a.cap.max_send_sge = cfg->max_send_sge;
-		a.cap.max_recv_sge = cfg->max_recv_sge;
-		a.cap.max_inline_data = cfg->max_inline_data;
-		a.qp_type = IBV_QPT_RC;
-		a.sq_sig_all = cfg->sq_sig_all;
-		qp = ibv_create_qp(pd, &a);
-		if (qp != NULL && cap_out != NULL)
-			*cap_out = a.cap;
+		memcpy(&b, &a, sizeof(b));
+		qp = ibv_create_qp(pd, &b);
+		a.cap = b.cap;
 	}
+	if (qp != NULL && cap_out != NULL)
+		*cap_out = a.cap;
 	return qp;
 }
 
