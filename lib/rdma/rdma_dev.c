@@ -160,6 +160,16 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a)
 	kv = rte_kvargs_parse(str, keys);
 	if (kv == NULL)
 		return -EINVAL;
+	/* DPDK 22.11 takes a key without '=' and hands its handler a NULL
+	 * value: every key here needs one. */
+	for (unsigned int i = 0; i < kv->count; i++) {
+		if (kv->pairs[i].value == NULL) {
+			DROCE_LOG(ERR, "device argument \"%s\" has no value",
+				  kv->pairs[i].key);
+			ret = -EINVAL;
+			goto out;
+		}
+	}
 	if (rte_kvargs_count(kv, "ip") != 1) {
 		ret = -EINVAL;
 		goto out;

@@ -372,9 +372,20 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 {
 	static uint32_t seq;
 	struct rte_ring *ab, *ba;
+	struct droce_devargs check;
 	char name[RTE_RING_NAMESIZE];
 	int pa, pb, ret;
 
+	/* Bad arguments make nothing: no rings, no ports, no half a pair
+	 * (the rings count against DROCE_MAX_DEVS for good). */
+	for (int i = 0; i < 2; i++) {
+		const char *a = i ? devargs_b : devargs_a;
+
+		if (a != NULL && (ret = droce_parse_devargs(a, &check)) < 0) {
+			DROCE_LOG(ERR, "ring pair: bad devargs \"%s\"", a);
+			return ret;
+		}
+	}
 	if (nb_pair_rings + 2 > DROCE_MAX_DEVS)
 		return -ENOSPC;
 	snprintf(name, sizeof(name), "droce_pair%u_ab", seq);
