@@ -824,6 +824,11 @@ void droce_drv_register(const struct droce_drv_ops *ops);
 extern struct droce_dev *droce_devs[DROCE_MAX_DEVS];
 extern uint32_t droce_nb_devs;
 
+/* Remove the device droce_dev_create() returned `index` for, if it is
+ * still the newest and unused (droce_create_ring_pair's undo): 0, or
+ * -EINVAL (not the newest), -EBUSY (a context or object holds it). */
+int droce_dev_remove_newest(int index);
+
 struct droce_context {
 	struct verbs_context vctx;
 	struct droce_dev *dev;

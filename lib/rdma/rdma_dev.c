@@ -384,25 +384,50 @@ static void cleanup_pause(void)
 	}
 }
 
+/* A device's objects all gone, and no context open on it. */
+static bool dev_unused(const struct droce_dev *d)
+{
+	return !(d->ctx_refcnt || d->nb_qp || d->nb_cq || d->nb_pd || d->nb_mr);
+}
+
+/* Out of the registry (the lock held): its engine, its port, its tables. */
+static void dev_remove_locked(void)
+{
+	struct droce_dev *d = droce_devs[--droce_nb_devs];
+
+	droce_devs[droce_nb_devs] = NULL;
+	droce_drv->dev_remove(d);
+	rte_free(d->qp_tbl);
+	rte_free(d->mr_tbl);
+	rte_free(d);
+}
+
+int droce_dev_remove_newest(int index)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&droce_reg_lock);
+	if (index < 0 || (uint32_t)index + 1 != droce_nb_devs)
+		ret = -EINVAL;
+	else if (!dev_unused(droce_devs[index]))
+		ret = -EBUSY;
+	else
+		dev_remove_locked();
+	pthread_mutex_unlock(&droce_reg_lock);
+	return ret;
+}
+
 int droce_cleanup(void)
 {
 	pthread_mutex_lock(&droce_reg_lock);
 	for (uint32_t i = 0; i < droce_nb_devs; i++) {
-		struct droce_dev *d = droce_devs[i];
-
-		if (d->ctx_refcnt || d->nb_qp || d->nb_cq || d->nb_pd || d->nb_mr) {
+		if (!dev_unused(droce_devs[i])) {
 			pthread_mutex_unlock(&droce_reg_lock);
 			return -EBUSY;
 		}
 	}
 	while (droce_nb_devs > 0) {
-		struct droce_dev *d = droce_devs[--droce_nb_devs];
-
-		droce_devs[droce_nb_devs] = NULL;
-		droce_drv->dev_remove(d);
-		rte_free(d->qp_tbl);
-		rte_free(d->mr_tbl);
-		rte_free(d);
+		dev_remove_locked();
 		if (droce_nb_devs > 0)
 			cleanup_pause();
 	}

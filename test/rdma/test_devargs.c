@@ -6,7 +6,10 @@
  * refused without a value (DPDK 22.11's kvargs hands a key given without
  * '=' to its handler with a NULL value: droce crashed on it) and with bad
  * values; and a refused pair makes nothing: no device, no ethdev port, no
- * half a pair, however many times it is asked.
+ * half a pair, however many times it is asked. The same for arguments that
+ * parse but that a device cannot be made with (an lcore that is no worker,
+ * an impairer's bad arguments), where the first device of the pair was
+ * made before the second failed and has to go again.
  */
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +110,16 @@ int main(void)
 	for (size_t i = 0; i < RTE_DIM(bad); i++) {
 		refused(bad[i], NULL, devs, ports);
 		refused(NULL, bad[i], devs, ports);
+		n += 2;
+	}
+	/* Arguments that parse, devices that cannot be made: either side,
+	 * more times than DROCE_MAX_DEVS has room for half pairs. */
+	for (int i = 0; i < 12; i++) {
+		const char *no = i % 2 ? "ip=198.18.2.9,lcore=100" :
+			"ip=198.18.2.9,impair=no_such_key:1";
+
+		refused(no, "ip=198.18.2.10", devs, ports);
+		refused("ip=198.18.2.10", no, devs, ports);
 		n += 2;
 	}
 	printf("%d refused pairs, nothing made: %d devices, %d ports\n", n,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <rte_errno.h>
+#include <rte_bus_vdev.h>
 #include <rte_eth_ring.h>
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
@@ -368,13 +369,68 @@ void eth_port_close(struct droce_dev *dev, bool served)
 		free_closed();
 }
 
+/* A port of a refused pair, if it is still there (a device that failed
+ * its probe may have closed it already, which released it), and its vdev
+ * (rte_eth_from_rings made one; closing the port leaves it). */
+static void pair_port_close(const char *name)
+{
+	uint16_t port;
+
+	if (name[0] == '\0')
+		return;
+	if (rte_eth_dev_get_port_by_name(name, &port) == 0) {
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
+	}
+	rte_vdev_uninit(name);
+}
+
+/*
+ * Undo a pair that failed after its rings: its ports, then its rings
+ * unless free_closed() took them with the last device, then the pool of
+ * its first device if that was made and removed again: with the rings
+ * drained no frame of it is left anywhere, and a program that retries
+ * must not pile up pools until its last device goes. (net_ring's ports
+ * made by rte_eth_from_rings only attach the rings: closing one leaves
+ * them, and its peer still open, whole.)
+ */
+static void pair_undo(const char *name_a, const char *name_b,
+		      struct rte_ring *ab, struct rte_ring *ba,
+		      struct rte_mempool *pool_a)
+{
+	void *m;
+
+	pair_port_close(name_a);
+	pair_port_close(name_b);
+	if (nb_pair_rings < 2 || pair_rings[nb_pair_rings - 1] != ba ||
+	    pair_rings[nb_pair_rings - 2] != ab)
+		return;
+	nb_pair_rings -= 2;
+	for (int i = 0; i < 2; i++) {
+		struct rte_ring *r = i ? ba : ab;
+
+		while (rte_ring_dequeue(r, &m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(r);
+	}
+	for (uint32_t i = 0; pool_a != NULL && i < nb_closed_pools; i++) {
+		if (closed_pools[i] == pool_a) {
+			closed_pools[i] = closed_pools[--nb_closed_pools];
+			rte_mempool_free(pool_a);
+			break;
+		}
+	}
+}
+
 int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 {
 	static uint32_t seq;
 	struct rte_ring *ab, *ba;
 	struct droce_devargs check;
 	char name[RTE_RING_NAMESIZE];
-	int pa, pb, ret;
+	char port_a[RTE_ETH_NAME_MAX_LEN], port_b[RTE_ETH_NAME_MAX_LEN];
+	struct rte_mempool *pool_a = NULL;
+	int pa, pb, ret, dev_a;
 
 	/* Bad arguments make nothing: no rings, no ports, no half a pair
 	 * (the rings count against DROCE_MAX_DEVS for good). */
@@ -406,13 +462,38 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 	snprintf(name, sizeof(name), "net_ring_droce%ub", seq);
 	pb = rte_eth_from_rings(name, &ab, 1, &ba, 1, SOCKET_ID_ANY);
 	seq++;
-	if (pa < 0 || pb < 0)
-		return -ENODEV;
-	ret = droce_dev_create((uint16_t)pa, devargs_a ? devargs_a : "ip=198.18.0.1");
-	if (ret < 0)
-		return ret;
+	/* (the ports' own names: net_ring prefixes the one it was given) */
+	port_a[0] = port_b[0] = '\0';
+	if (pa >= 0)
+		rte_eth_dev_get_name_by_port((uint16_t)pa, port_a);
+	if (pb >= 0)
+		rte_eth_dev_get_name_by_port((uint16_t)pb, port_b);
+	if (pa < 0 || pb < 0) {
+		ret = -ENODEV;
+		goto undo;
+	}
+	/* The arguments parse, yet a device can still fail: an lcore that
+	 * is not a worker, an impairer's own arguments, no room left. Then
+	 * neither device stays: half a pair is no use, and its port, its
+	 * device slot and its rings would be gone for good. */
+	dev_a = droce_dev_create((uint16_t)pa, devargs_a ? devargs_a : "ip=198.18.0.1");
+	if (dev_a < 0) {
+		ret = dev_a;
+		goto undo;
+	}
 	ret = droce_dev_create((uint16_t)pb, devargs_b ? devargs_b : "ip=198.18.0.2");
-	return ret < 0 ? ret : 0;
+	if (ret >= 0)
+		return 0;
+	pool_a = droce_devs[dev_a]->pool;
+	/* (port_b first: removing the last device frees every pair ring) */
+	pair_port_close(port_b);
+	if (droce_dev_remove_newest(dev_a) < 0) {
+		DROCE_LOG(ERR, "ring pair: its first device %d stays", dev_a);
+		return ret;
+	}
+undo:
+	pair_undo(port_a, port_b, ab, ba, pool_a);
+	return ret;
 }
 
 int droce_dev_impair(struct ibv_context *ctx, const char *kvargs)
