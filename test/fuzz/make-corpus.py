@@ -4,7 +4,7 @@
 Linux rdma_rxe captures in test/roce/rxe-pcap and from droce itself.
 
     test/fuzz/make-corpus.py [--pcap DIR] [--fuzz-rx BUILD/test/fuzz/fuzz_rx]
-                             [--only parse_rx|post|verbs]
+                             [--only parse_rx|post|verbs|args]
 
 corpus_parse  RoCE frames of the captures (a few per opcode and size),
               plus VLAN-tagged and IPv6 variants (ICRC recomputed here, by
@@ -17,6 +17,9 @@ corpus_rx     the same frames as fuzz_rx inputs: one record each, and whole
 corpus_post   hand-made send queue contents and work requests.
 corpus_verbs  verbs programs: an RC pair and a UD pair on both devices,
               each operation, objects torn down in flight.
+corpus_args   device arguments (every key, good and bad values, keys
+              without one) and EAL argument vectors (defaults, the
+              environment's extra words, the caller's own).
 Only the standard library; the corpora stay small (a few hundred KB)."""
 import argparse
 import glob
@@ -452,17 +455,57 @@ def make_verbs(out):
           bytes([0x8b, 0x0c]))   # 0x8b: op 19 with 0x80, a query
 
 
+DEVARGS = [
+    'ip=198.18.0.1',
+    'ip=198.18.2.1,mtu=4096,name=dargs_a,lcore=app,idle_us=10,nb_mbuf=2048,'
+    'arp_timeout_ms=50,post_drive=8,rx_spin=4,icrc_batch=0,linger_ms=0,'
+    'cycles=1,port_mtu=4200',
+    'ip=198.18.2.2,mac=02:00:c6:12:02:02,name=dargs_b,vlan=7,prio=3,'
+    'zc_min=65536,impair=seed:7/rx_drop:0.01/tx_delay_us:5',
+    'port=net_memif0,ip=198.18.0.2,lcore=1,mtu=2048',
+    'ip=198.18.0.1,mtu', 'mtu,ip=198.18.0.1', 'ip', 'ip=', '=198.18.0.1',
+    'ip=198.18.0.1,ip=198.18.0.2', 'ip=198.18.0.1,,mtu=512',
+    'ip=[198.18.0.1,198.18.0.2]', 'ip=198.18.0.1,name=[a,b]',
+    'ip=198.18.0.1,vlan=4094,prio=7', 'ip=198.18.0.1,prio=1',
+    'ip=198.18.0.1,mac=ff:ff:ff:ff:ff:ff', 'ip=198.18.0.1,mac=0:1:2:3:4:5',
+    'ip=198.18.0.1,mtu=0x400', 'ip=198.18.0.1,nb_mbuf=4294967296',
+    'ip=198.18.0.1,lcore=127', 'ip=198.18.0.1,port_mtu=576',
+    'ip=198.18.0.1,rx_spin=1024,linger_ms=1000',
+]
+
+# (max argv, buffer / 8, defaults, extra, the caller's words)
+EAL_VECTORS = [
+    (64, 255, '', None, []),
+    (64, 255, '-l 0-1 --in-memory --no-pci', '--no-huge -m 512', []),
+    (64, 255, '  -l\t0\n--no-pci  ', '', ['--in-memory']),
+    (8, 4, '-l 0 --in-memory --no-pci --log-level=*:warning', None, []),
+    (3, 255, '-l 0', '--no-huge', ['-a', '--in-memory']),
+    (2, 0, '-l 0', None, []),
+]
+
+
+def make_args(out):
+    for i, d in enumerate(DEVARGS):
+        write(out, 'devargs-%02d' % i, b'\x00' + d.encode())
+    for i, (mx, blen, dflt, extra, words) in enumerate(EAL_VECTORS):
+        ctl = 0x01 | (0x04 if extra is not None else 0) | (0x02 if i % 2 else 0)
+        pieces = [dflt, extra or ''] + words
+        body = b'\x00'.join(p.encode() for p in pieces)
+        write(out, 'eal-%02d' % i, bytes([ctl, mx - 1, blen]) + body)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--pcap', default=os.path.join(HERE, '..', 'roce',
                                                    'rxe-pcap'))
     ap.add_argument('--fuzz-rx', help='fuzz_rx binary: add droce\'s own traffic')
-    ap.add_argument('--only', choices=('parse_rx', 'post', 'verbs'),
+    ap.add_argument('--only', choices=('parse_rx', 'post', 'verbs', 'args'),
                     help='remake only these corpora')
     a = ap.parse_args()
     names = {'parse_rx': ('parse', 'rx'), 'post': ('post',),
-             'verbs': ('verbs',)}.get(a.only, ('parse', 'rx', 'post', 'verbs'))
+             'verbs': ('verbs',), 'args': ('args',)}.get(
+                 a.only, ('parse', 'rx', 'post', 'verbs', 'args'))
     out = {n: os.path.join(HERE, 'corpus_' + n) for n in names}
     for d in out.values():
         clean(d)
@@ -473,6 +516,8 @@ def main():
         make_post(out['post'])
     if 'verbs' in out:
         make_verbs(out['verbs'])
+    if 'args' in out:
+        make_args(out['args'])
     if a.fuzz_rx and 'rx' in out:
         tmp = tempfile.mkdtemp()
         try:
