@@ -201,8 +201,14 @@ struct con {
 	/* keyboard input read while a command ran (interactive) */
 	char pending[512];
 	unsigned int pending_len;
+	uint64_t wait_cap_us;		/* every wait at most this (0: as asked) */
 };
 extern struct con g;
+
+/* session.c: the devices (ports: "NAME,DEVARGS"; none: the embedded
+ * net_ring pair), their teardown with every object and the EAL's. */
+int con_setup_devices(char **ports, int nb_ports);
+void con_teardown(void);
 
 /* ------------------------------------------------------------ commands */
 
