@@ -3,8 +3,8 @@
 #
 # A longer libFuzzer run of one harness (see doc/security.md).
 #
-#   bash devtools/fuzz.sh <parse|rx|post|verbs|args> [seconds] [-- libFuzzer options]
-#   bash devtools/fuzz.sh --merge <parse|rx|post|verbs|args>   # fold the run's new
+#   bash devtools/fuzz.sh <parse|rx|post|verbs|args|console> [seconds] [-- libFuzzer options]
+#   bash devtools/fuzz.sh --merge <parse|rx|post|verbs|args|console>   # fold the run's new
 #                                                    # inputs into the seeds
 #
 # Builds the harness with clang (ASan + UBSan + libFuzzer) in
@@ -37,8 +37,8 @@ fi
 h=${1:-}
 h=${h#fuzz_}
 case $h in
-parse|rx|post|verbs|args) ;;
-*) droce_die "usage: $0 [--merge] <parse|rx|post|verbs|args> [seconds] [-- libFuzzer options]" ;;
+parse|rx|post|verbs|args|console) ;;
+*) droce_die "usage: $0 [--merge] <parse|rx|post|verbs|args|console> [seconds] [-- libFuzzer options]" ;;
 esac
 shift
 secs=600

@@ -4,7 +4,7 @@
 Linux rdma_rxe captures in test/roce/rxe-pcap and from droce itself.
 
     test/fuzz/make-corpus.py [--pcap DIR] [--fuzz-rx BUILD/test/fuzz/fuzz_rx]
-                             [--only parse_rx|post|verbs|args]
+                             [--only parse_rx|post|verbs|args|console]
 
 corpus_parse  RoCE frames of the captures (a few per opcode and size),
               plus VLAN-tagged and IPv6 variants (ICRC recomputed here, by
@@ -20,6 +20,8 @@ corpus_verbs  verbs programs: an RC pair and a UD pair on both devices,
 corpus_args   device arguments (every key, good and bad values, keys
               without one) and EAL argument vectors (defaults, the
               environment's extra words, the caller's own).
+corpus_console droce-console scripts: test/console's, and each section of
+              the demo after the demo's own objects.
 Only the standard library; the corpora stay small (a few hundred KB)."""
 import argparse
 import glob
@@ -494,18 +496,45 @@ def make_args(out):
         write(out, 'eal-%02d' % i, bytes([ctl, mx - 1, blen]) + body)
 
 
+def console_lines(path):
+    with open(path) as f:
+        return [l.rstrip('\n') for l in f
+                if l.strip() and not l.lstrip().startswith('#')]
+
+
+def make_console(out):
+    root = os.path.join(HERE, '..', '..')
+    for path in sorted(glob.glob(os.path.join(root, 'test', 'console', '*.cmd'))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        write(out, name, '\n'.join(console_lines(path)).encode() + b'\n')
+    sections, cur = [], []
+    for l in console_lines(os.path.join(root, 'app', 'droce-console', 'demo.cmd')):
+        if l.startswith('echo =====') and cur:
+            sections.append(cur)
+            cur = []
+        cur.append(l)
+    sections.append(cur)
+    # the objects every later section uses come second
+    setup = sections[1]
+    for i, sec in enumerate(sections):
+        body = sec if i < 2 else setup + sec
+        write(out, 'demo-%02d' % i, '\n'.join(body).encode() + b'\n')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--pcap', default=os.path.join(HERE, '..', 'roce',
                                                    'rxe-pcap'))
     ap.add_argument('--fuzz-rx', help='fuzz_rx binary: add droce\'s own traffic')
-    ap.add_argument('--only', choices=('parse_rx', 'post', 'verbs', 'args'),
+    ap.add_argument('--only', choices=('parse_rx', 'post', 'verbs', 'args',
+                                       'console'),
                     help='remake only these corpora')
     a = ap.parse_args()
     names = {'parse_rx': ('parse', 'rx'), 'post': ('post',),
-             'verbs': ('verbs',), 'args': ('args',)}.get(
-                 a.only, ('parse', 'rx', 'post', 'verbs', 'args'))
+             'verbs': ('verbs',), 'args': ('args',),
+             'console': ('console',)}.get(
+                 a.only, ('parse', 'rx', 'post', 'verbs', 'args', 'console'))
     out = {n: os.path.join(HERE, 'corpus_' + n) for n in names}
     for d in out.values():
         clean(d)
@@ -518,6 +547,8 @@ def main():
         make_verbs(out['verbs'])
     if 'args' in out:
         make_args(out['args'])
+    if 'console' in out:
+        make_console(out['console'])
     if a.fuzz_rx and 'rx' in out:
         tmp = tempfile.mkdtemp()
         try:
