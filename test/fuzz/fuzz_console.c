@@ -32,6 +32,7 @@
 #include <rte_malloc.h>
 
 #include "console.h"
+#include "dt_heap.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,21 +48,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char work_dir[64];
 static char rundir[4096];
-static size_t heap_base;
+static struct dt_heap_watch heap_watch;
 /* what "port config" may change, as the session began */
 static uint32_t ip0[DROCE_MAX_DEVS], mtu0[DROCE_MAX_DEVS];
-static unsigned long n_inputs;
-
-static size_t heap_bytes(void)
-{
-	struct rte_malloc_socket_stats st;
-	size_t sum = 0;
-
-	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++)
-		if (rte_malloc_get_socket_stats(s, &st) == 0)
-			sum += st.heap_allocsz_bytes;
-	return sum;
-}
 
 /* The private directory emptied (capture files). */
 static void empty_work_dir(void)
@@ -186,12 +175,10 @@ static void check_clean(void)
 			DIE("dev %d still counts %u QPs, %u CQs, %u PDs, %u MRs", i,
 			    d->nb_qp, d->nb_cq, d->nb_pd, d->nb_mr);
 	}
-	heap = heap_bytes();
-	if (n_inputs++ < 4 || heap < heap_base)
-		heap_base = heap;	/* first allocations that stay: caches */
-	else if (heap > heap_base)
+	heap = dt_heap_grew(&heap_watch);
+	if (heap)
 		DIE("the DPDK heap holds %zu bytes more than before the input",
-		    heap - heap_base);
+		    heap);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

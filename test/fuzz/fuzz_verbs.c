@@ -38,6 +38,7 @@
 #include <rte_malloc.h>
 
 #include "fz_env.h"
+#include "dt_heap.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -73,8 +74,7 @@ static struct {
 static bool trace;		/* FZ_TRACE=1: each call and its result */
 static uint8_t *arena_alloc;	/* canary | arena | canary */
 static uint8_t *arena;
-static size_t heap_base;	/* DPDK heap bytes with no object of ours */
-static unsigned long n_inputs;
+static struct dt_heap_watch heap_watch;	/* the DPDK heap with no object of ours */
 
 #define DIE(...) do {							\
 		fprintf(stderr, "fuzz_verbs: " __VA_ARGS__);		\
@@ -295,17 +295,6 @@ static void check_arena(const char *when)
 		if (arena[k] != ARENA_FILL)
 			DIE("%s: the arena's guard changed at %zu", when,
 			    k - ARENA_MR);
-}
-
-static size_t heap_bytes(void)
-{
-	struct rte_malloc_socket_stats st;
-	size_t sum = 0;
-
-	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++)
-		if (rte_malloc_get_socket_stats(s, &st) == 0)
-			sum += st.heap_allocsz_bytes;
-	return sum;
 }
 
 /* --------------------------------------------------------- arguments */
@@ -1547,11 +1536,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Traffic of the program may have reached fz_env's own QPs. */
 	fz_reset();
 	memset(arena, ARENA_FILL, ARENA_LEN);
-	heap = heap_bytes();
-	if (n_inputs++ < 4 || heap < heap_base)
-		heap_base = heap;	/* first allocations that stay: caches */
-	else if (heap > heap_base)
+	heap = dt_heap_grew(&heap_watch);
+	if (heap)
 		DIE("the DPDK heap holds %zu bytes more than before the input",
-		    heap - heap_base);
+		    heap);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include <rte_malloc.h>
 
 #include "droce_test.h"
+#include "dt_heap.h"
 
 #define ROUNDS		3
 #define LEN		4096
@@ -41,17 +42,6 @@ static struct dt_env env;
 static void abort_hook(void)
 {
 	dt_dump_stats(&env);
-}
-
-static size_t heap_bytes(void)
-{
-	struct rte_malloc_socket_stats st;
-	size_t sum = 0;
-
-	for (int s = 0; s < RTE_MAX_NUMA_NODES; s++)
-		if (rte_malloc_get_socket_stats(s, &st) == 0)
-			sum += st.heap_allocsz_bytes;
-	return sum;
 }
 
 static void post_write(struct ibv_qp *qp, uint64_t wr_id, void *src,
@@ -112,7 +102,7 @@ static void round_once(int r, size_t *heap_before)
 	void *evctx;
 
 	if (heap_before)
-		*heap_before = heap_bytes();
+		*heap_before = dt_heap_bytes();
 	dt_dev_open(&d2, env.dev[0].dev);
 
 	td = ibv_alloc_td(d2.ctx, &tda);
@@ -250,7 +240,7 @@ static void round_once(int r, size_t *heap_before)
 	dt_cq_destroy(&rcq_b);
 	CHECK_OK(ibv_dereg_mr(mrb));
 	if (heap_before)
-		EXPECT_EQ(heap_bytes(), *heap_before);
+		EXPECT_EQ(dt_heap_bytes(), *heap_before);
 	free(buf2);
 	free(bufb);
 	free(src2);
