@@ -7,7 +7,7 @@
  *
  * Input: text, one command a line (at most MAX_LINES). Lines that would
  * reach outside the harness are left out: capture files whose name has a
- * '/' (the others go to a private directory, emptied after each input).
+ * '/' (the others go to a directory of the input's own, removed after it).
  * Every wait is cut to WAIT_CAP_US (g.wait_cap_us), so that "sleep",
  * "post ... wait", "events wait" and traffic cannot stall the run.
  *
@@ -52,26 +52,26 @@ static struct dt_heap_watch heap_watch;
 /* what "port config" may change, as the session began */
 static uint32_t ip0[DROCE_MAX_DEVS], mtu0[DROCE_MAX_DEVS];
 
-/* The private directory emptied (capture files). */
-static void empty_work_dir(void)
+/* The private directory of an input's capture files, gone again. */
+static void work_dir_remove(void)
 {
-	DIR *d = opendir(work_dir);
+	DIR *d;
 	struct dirent *e;
 
-	if (d == NULL)
+	if (work_dir[0] == '\0' || (d = opendir(work_dir)) == NULL)
 		return;
 	while ((e = readdir(d)) != NULL)
 		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
 			(void)unlinkat(dirfd(d), e->d_name, 0);
 	closedir(d);
+	(void)rmdir(work_dir);
+	work_dir[0] = '\0';
 }
 
 static void session_end(void)
 {
 	con_teardown();
-	empty_work_dir();
-	if (work_dir[0])
-		(void)rmdir(work_dir);
+	work_dir_remove();
 	if (rundir[0])
 		(void)rmdir(rundir);
 }
@@ -102,13 +102,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	eal[n] = NULL;
 	if (rte_eal_init(n, eal) < 0)
 		DIE("rte_eal_init: %s", rte_strerror(rte_errno));
+	/* --no-shconf: nothing lives in the runtime directory; gone now, so
+	 * that a run that crashes or is killed leaves nothing behind */
 	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
+	if (rmdir(rundir) == 0)
+		rundir[0] = '\0';
 	/* the console says a lot; its errors too go to stdout */
 	if (!loud && freopen("/dev/null", "w", stdout) == NULL)
 		DIE("stdout: %s", strerror(errno));
-	snprintf(work_dir, sizeof(work_dir), "/tmp/droce-fzc.XXXXXX");
-	if (mkdtemp(work_dir) == NULL)
-		DIE("%s: %s", work_dir, strerror(errno));
 	g.tsc_hz = rte_get_tsc_hz();
 	g.wait_cap_us = WAIT_CAP_US;
 	if (con_setup_devices(NULL, 0) || cli_init())
@@ -185,17 +186,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int cwd = -1;
 	char *text = malloc(size + 1), *save = NULL;
+	bool capture;
 	int lines = 0;
 
 	if (text == NULL)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	/* (the harness's own files are named from where it started) */
-	if (cwd < 0)
-		cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cwd < 0 || chdir(work_dir) != 0)
-		DIE("%s: %s", work_dir, strerror(errno));
+	/* Capture files go to a directory of the input's own (made only
+	 * then: a killed run leaves no directory behind otherwise). */
+	capture = strstr(text, "capture") != NULL;
+	if (capture) {
+		if (cwd < 0)
+			cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(work_dir, sizeof(work_dir), "/tmp/droce-fzc.XXXXXX");
+		if (cwd < 0 || mkdtemp(work_dir) == NULL || chdir(work_dir) != 0)
+			DIE("%s: %s", work_dir, strerror(errno));
+	}
 	for (char *l = strtok_r(text, "\n", &save); l != NULL && lines < MAX_LINES;
 	     l = strtok_r(NULL, "\n", &save)) {
 		size_t len = strlen(l);
@@ -212,13 +219,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	free(text);
-	if (fchdir(cwd) != 0)
+	if (capture && fchdir(cwd) != 0)
 		DIE("back from %s: %s", work_dir, strerror(errno));
 	/* what quit does, the session itself staying */
 	traffic_stop_all();
 	capture_stop_all();
 	objects_destroy_all();
-	empty_work_dir();
+	work_dir_remove();
 	restore_ports();
 	g.quit = false;
 	g.interrupted = 0;
