@@ -102,8 +102,9 @@ int droce_cleanup(void);
  * The embedded default: create two ethdev ports joined back to back by a
  * pair of rte_rings (net_ring) and a droce device on each, with the given
  * devargs (NULL: "ip=198.18.0.1" and "ip=198.18.0.2"). Requires the EAL.
- * Returns 0 or a negative errno; -EINVAL (bad devargs, either side: every
- * key needs a value) makes nothing, no ports and no device.
+ * Returns 0 or a negative errno, and on an error leaves nothing, no ports
+ * and no device: -EINVAL for bad devargs (either side: every key needs a
+ * value), or what droce_dev_create returned for either device.
  */
 int droce_create_ring_pair(const char *devargs_a, const char *devargs_b);
 

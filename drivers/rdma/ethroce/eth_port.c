@@ -432,8 +432,8 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 	struct rte_mempool *pool_a = NULL;
 	int pa, pb, ret, dev_a;
 
-	/* Bad arguments make nothing: no rings, no ports, no half a pair
-	 * (the rings count against DROCE_MAX_DEVS for good). */
+	/* Bad arguments make nothing, not even what pair_undo would take
+	 * back: no rings, no ports, no half a pair. */
 	for (int i = 0; i < 2; i++) {
 		const char *a = i ? devargs_b : devargs_a;
 
