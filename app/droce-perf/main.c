@@ -17,7 +17,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <float.h>
 #include <libgen.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -68,7 +71,7 @@ static void usage(const char *argv0)
 	printf("  -s, --size=<size>          message size (default 65536 bw, 2 lat, 8 atomic)\n");
 	printf("  -a, --all                  run sizes from 2 to 2^23\n");
 	printf("  -n, --iters=<iters>        iterations per QP (default 5000 write_bw, else 1000)\n");
-	printf("  -D, --duration=<sec>       run for <sec> seconds (fractions allowed) instead of -n\n");
+	printf("  -D, --duration=<sec>       run for <sec> seconds (from 0.001; fractions allowed) instead of -n\n");
 	printf("  -f, --margin=<sec>         duration mode: measure within margins (default D/4)\n");
 	printf("  -q, --qp=<num>             number of QPs (default 1)\n");
 	printf("  -b, --bidirectional        both ends post (bandwidth tests); figures of both directions\n");
@@ -192,6 +195,24 @@ static int parse_num(const char *s, long lo, long hi, long *out)
 	errno = 0;
 	v = strtol(s, &end, 0);
 	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * A real number of seconds or a rate: finite (strtod takes "inf" and
+ * "nan", and either one turned into TSC cycles is undefined) and within
+ * [lo, hi].
+ */
+static int parse_real(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
 		return -1;
 	*out = v;
 	return 0;
@@ -393,22 +414,19 @@ static int parse_args(int argc, char **argv)
 				return bad("post list", optarg);
 			opt.post_list = (int)v;
 			break;
-		case 'D': {
-			char *end;
-
-			opt.duration = strtod(optarg, &end);
-			if (*end || !(opt.duration > 0))
-				return bad("duration", optarg);
+		case 'D':
+			/* perftest's is a whole number of seconds up to
+			 * INT_MAX; droce-perf also takes fractions, down to a
+			 * millisecond */
+			if (parse_real(optarg, PERF_MIN_DURATION, INT_MAX,
+				       &opt.duration))
+				return bad("duration (0.001 to 2147483647 seconds)",
+					   optarg);
 			break;
-		}
-		case 'f': {
-			char *end;
-
-			opt.margin = strtod(optarg, &end);
-			if (*end || opt.margin < 0)
+		case 'f':
+			if (parse_real(optarg, 0, INT_MAX, &opt.margin))
 				return bad("margin", optarg);
 			break;
-		}
 		case O_REPORT_GBITS: opt.report_gbits = true; break;
 		case O_OUTPUT:
 			if (strcmp(optarg, "bandwidth") == 0)
@@ -468,16 +486,12 @@ static int parse_args(int argc, char **argv)
 		case O_REPORT_BOTH: opt.report_both = true; break;
 		case O_USE_SRQ: opt.use_srq = true; break;
 		case 'w':
-		case 'y': {
-			char *end;
-			double l = strtod(optarg, &end);
-
-			if (*end || end == optarg || !(l >= 0))
+		case 'y':
+			if (parse_real(optarg, 0, DBL_MAX,
+				       c == 'w' ? &opt.limit_bw : &opt.limit_msgrate))
 				return bad(c == 'w' ? "minimum BW limit" :
 					   "minimum msgRate limit", optarg);
-			*(c == 'w' ? &opt.limit_bw : &opt.limit_msgrate) = l;
 			break;
-		}
 		case 'X':
 			/* droce has one completion vector: 1 and up reach
 			 * ibv_create_cq, which refuses them (EINVAL) */
@@ -505,12 +519,9 @@ static int parse_args(int argc, char **argv)
 			opt.flow_label = (uint32_t)v;
 			break;
 		case O_RATE_LIMIT: {
-			char *end;
-
 			/* perftest: a positive number; naming a rate makes the
 			 * HW limiter the default */
-			opt.rate_limit = strtod(optarg, &end);
-			if (*end || end == optarg || !(opt.rate_limit > 0)) {
+			if (parse_real(optarg, DBL_MIN, DBL_MAX, &opt.rate_limit)) {
 				fprintf(stderr, " Rate limit must be non-negative\n");
 				return -1;
 			}
@@ -574,14 +585,10 @@ static int parse_args(int argc, char **argv)
 					   "Retry Count", optarg);
 			break;
 		case O_NO_INFO: opt.quiet_info = true; break;
-		case O_RETRY_CONNECT: {
-			char *end;
-
-			opt.connect_retry = strtod(optarg, &end);
-			if (*end || opt.connect_retry < 0)
+		case O_RETRY_CONNECT:
+			if (parse_real(optarg, 0, INT_MAX, &opt.connect_retry))
 				return bad("retry_connect", optarg);
 			break;
-		}
 		default:
 			fprintf(stderr, " Try %s --help\n", argv[0]);
 			return -1;
@@ -700,6 +707,15 @@ static int settle_opts(void)
 			opt.verb == V_WRITE ? "RDMA Write is" :
 					      "Atomic operations are",
 			opt.conn == C_UC ? "UC" : "UD");
+		return -1;
+	}
+	/* A datagram is one packet: refused here, before any buffer is
+	 * allocated, where no path MTU could carry it (ud_size_check has the
+	 * port's MTU later) */
+	if (opt.conn == C_UD && !opt.all &&
+	    opt.size > (uint64_t)(opt.mtu ? opt.mtu : 4096)) {
+		fprintf(stderr, " Max msg size in UD is MTU %d\n",
+			opt.mtu ? opt.mtu : 4096);
 		return -1;
 	}
 	/* perftest 4.5: no inline in bandwidth tests unless -I; latency

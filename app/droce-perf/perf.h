@@ -38,6 +38,7 @@
 #define PERF_DEF_CQ_MOD		100
 #define PERF_DEF_QP_TIMEOUT	14
 #define PERF_DEF_DURATION	5	/* s: --run_infinitely's period */
+#define PERF_MIN_DURATION	0.001	/* s: -D's least (perftest's: 1) */
 #define PERF_DEF_INLINE_WRITE	220
 #define PERF_DEF_INLINE_SEND	236
 #define PERF_MAX_SIZE		(1u << 23)	/* -a goes up to 8 MiB */

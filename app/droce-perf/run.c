@@ -488,8 +488,12 @@ static int bw_client_init(struct bw_state *b, struct perf_side *s)
 			     opt.rate_limit / ((double)cur_size * 8) * 1e9 :
 			     opt.rate_limit;
 
+		double gap = perf_tsc_hz() * opt.burst_size / pps;
+
 		b->rl.on = true;
-		b->rl.gap = (uint64_t)(perf_tsc_hz() * opt.burst_size / pps);
+		/* a rate so low that its gap does not fit 2^62 cycles (over
+		 * 50 years) sends its first burst and no other */
+		b->rl.gap = gap < 0x1p62 ? (uint64_t)gap : UINT64_C(1) << 62;
 	}
 	return 0;
 }

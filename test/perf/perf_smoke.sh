@@ -538,6 +538,11 @@ run read_bw-hw 0 read_bw -s 4096 -n 400 --rate_limit 2.5 --burst_size 8 $APP &&
 	  fail "read_bw-hw: no fall back to SW: $(cat "$LAST.err")"; }
 # PP: droce's engine paces the QP (10 "MB/s": 81920 kbit/s of frames,
 # payload less); the waits are counted, on the client's device only
+# a rate whose burst gap is past any clock (its conversion to TSC cycles
+# was undefined; the sanitizer pass aborts on such a conversion): one
+# burst, then nothing until the duration ends
+run write_bw-sw-slow 0 write_bw -s 64 -D 0.05 --rate_limit 1e-300 --rate_limit_type SW --burst_size 4 $APP &&
+	{ [ "$(kv "$LAST" errors)" = "0" ] || fail "write_bw-sw-slow: errors=$(kv "$LAST" errors)"; }
 run write_bw-pp 0 write_bw -s 1024 -n 2000 --rate_limit 10 --rate_units M --rate_limit_type PP $APP &&
 	check_bw write_bw-pp 1024 2000 1 && rate_at_most write_bw-pp 10240000 &&
 	{ [ "$(kv "$LAST" c_pace_waits)" -gt 100 ] && [ "$(kv "$LAST" s_pace_waits)" = 0 ] ||
@@ -595,5 +600,19 @@ refused "write_lat SW" "SW Rate limiter cann't be executed" write_lat --rate_lim
 refused "write_bw SW --run_infinitely" "run_infinitely does not support rate limit" write_bw --rate_limit 1 --rate_limit_type SW --run_infinitely
 refused "write_bw PP 1e9 MB/s" "Failed to modify QP to RTS" write_bw --rate_limit 1000000000 --rate_units M --rate_limit_type PP
 refused "write_lat --rx_spin=2000" "Invalid rx_spin" write_lat --rx_spin=2000
+# seconds and rates that are not finite numbers (strtod takes "inf" and
+# "nan"): -D inf ran no message and exited 0, as did a -D too short to
+# measure; a datagram no MTU carries is refused before its buffers exist
+refused "write_bw -D inf" "Invalid duration" write_bw -D inf
+refused "write_bw -D 1e300" "Invalid duration" write_bw -D 1e300
+refused "write_bw -D 0.0009" "Invalid duration" write_bw -D 0.0009
+refused "write_bw -D nan" "Invalid duration" write_bw -D nan
+refused "write_bw -f nan" "Invalid margin" write_bw -D 1 -f nan
+refused "write_bw -f inf" "Invalid margin" write_bw -D 1 -f inf
+refused "write_bw -w inf" "Invalid minimum BW limit" write_bw -w inf
+refused "write_bw -y nan" "Invalid minimum msgRate limit" write_bw -y nan
+refused "write_bw --rate_limit inf" "Rate limit must be" write_bw --rate_limit inf --rate_limit_type SW
+refused "write_bw --retry_connect nan" "Invalid retry_connect" write_bw --retry_connect nan
+refused "send_bw -c UD -s 2^31 -q 16384" "Max msg size in UD is MTU 4096" send_bw -c UD -s 2147483648 -q 16384 --mr_per_qp
 
 finish "$RUNS runs"
