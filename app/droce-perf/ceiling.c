@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -654,6 +655,8 @@ static int mode_rtt(void)
 	uint64_t *s = calloc(o.iters, sizeof(*s));
 	int ret = 1;
 
+	if (s == NULL)
+		fprintf(stderr, "no memory for %" PRIu64 " samples\n", o.iters);
 	if (s == NULL || ring_pair())
 		goto out;
 	if (o.cores == 2) {
@@ -682,7 +685,9 @@ static int mode_ping(void)
 	uint64_t *s = calloc(o.iters, sizeof(*s));
 	int ret = 1;
 
-	if (s && one_port(NULL) == 0) {
+	if (s == NULL)
+		fprintf(stderr, "no memory for %" PRIu64 " samples\n", o.iters);
+	else if (one_port(NULL) == 0) {
 		rte_delay_ms(100);	/* let the pong side settle */
 		ret = ping_loop(port_a, port_a, false, s, o.iters) ? 1 : 0;
 		if (ret == 0)
@@ -735,8 +740,12 @@ static int mode_memcpy(void)
 	uint8_t *a = aligned_alloc(4096, sz + 4096), *b = aligned_alloc(4096, sz + 4096);
 	uint64_t n = 0, t0, end;
 
-	if (!a || !b)
+	if (!a || !b) {
+		fprintf(stderr, "no memory for two buffers of %zu bytes\n", sz);
+		free(a);
+		free(b);
 		return 1;
+	}
 	memset(a, 1, sz);
 	memset(b, 2, sz);
 	uint64_t c0 = cpu_ns();
@@ -766,8 +775,10 @@ static int mode_crc(void)
 	uint64_t n = 0, t0, end;
 	uint32_t c = 0;
 
-	if (!a)
+	if (!a) {
+		fprintf(stderr, "no memory for a buffer of %zu bytes\n", sz);
 		return 1;
+	}
 	memset(a, 3, sz);
 	uint64_t c0 = cpu_ns();
 
@@ -941,6 +952,65 @@ static void close_ports(void)
 	}
 }
 
+/* ------------------------------------------------------- options */
+
+#define MAX_ITERS	(UINT64_C(1) << 27)	/* rtt, ping: 1 GiB of samples */
+#define MAX_SIZE	(UINT64_C(1) << 30)	/* memcpy, crc: two 1 GiB buffers */
+
+/* A whole number in [lo, hi], all of s. */
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (strchr(s, '-'))	/* (strtoull takes " -1" as 2^64 - 1) */
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Seconds: finite (strtod takes "inf" and "nan", and either as TSC
+ * cycles is undefined: a NaN window never ended) and in range. */
+static int parse_secs(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0.001 ||
+	    v > INT_MAX)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* An option's name and what it takes, for the message that refuses it. */
+static void opt_refused(int c, const char *arg)
+{
+	static const struct {
+		int c;
+		const char *name, *range;
+	} doc[] = {
+		{ 'f', "-f", "60 to 9000 bytes" },
+		{ 'D', "-D", "0.001 to 2147483647 seconds" },
+		{ 'n', "-n", "10 to 134217728" },
+		{ 's', "-s", "1 to 1073741824 bytes" },
+		{ 'c', "--cores", "1 or 2" },
+		{ 'a', "--ack", "0, or 60 to 9000 bytes" },
+		{ 'r', "--room", "0 to 65407 bytes" },
+	};
+
+	for (size_t i = 0; i < RTE_DIM(doc); i++)
+		if (doc[i].c == c)
+			fprintf(stderr, "bad %s %s (%s)\n", doc[i].name, arg,
+				doc[i].range);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -968,22 +1038,49 @@ int main(int argc, char **argv)
 	argc--;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:D:n:s:", lo, NULL)) != -1) {
+		uint64_t v = 0;
+		bool ok;
+
 		switch (c) {
-		case 'f': o.frame = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'D': o.secs = strtod(optarg, NULL); break;
-		case 'n': o.iters = strtoull(optarg, NULL, 0); o.iters_set = true; break;
-		case 's': o.size = strtoull(optarg, NULL, 0); break;
-		case 'c': o.cores = atoi(optarg); break;
-		case 'P': o.port = optarg; break;
-		case 'a': o.ack = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'r': o.room = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'f':
+			ok = !parse_u64(optarg, 60, 9000, &v);
+			o.frame = (uint32_t)v;
+			break;
+		case 'D': ok = !parse_secs(optarg, &o.secs); break;
+		case 'n':
+			ok = !parse_u64(optarg, 10, MAX_ITERS, &o.iters);
+			o.iters_set = true;
+			break;
+		case 's': ok = !parse_u64(optarg, 1, MAX_SIZE, &o.size); break;
+		case 'c':
+			ok = !parse_u64(optarg, 1, 2, &v);
+			o.cores = (int)v;
+			break;
+		case 'P': ok = true; o.port = optarg; break;
+		case 'a':
+			/* 0: none; else a frame, no bigger than -f's (checked
+			 * below, -f may come later) */
+			ok = !parse_u64(optarg, 0, 9000, &v) && (v == 0 || v >= 60);
+			o.ack = (uint32_t)v;
+			break;
+		case 'r':
+			ok = !parse_u64(optarg, 0, UINT16_MAX - RTE_PKTMBUF_HEADROOM, &v);
+			o.room = (uint32_t)v;
+			break;
 		default: return 2;
 		}
+		if (!ok) {
+			opt_refused(c, optarg);
+			return 2;
+		}
 	}
-	if (o.frame < 60 || o.frame > 9000 || o.iters < 10 || o.size == 0 ||
-	    (o.ack && (o.ack < 60 || o.ack > o.frame)) ||
-	    o.room > UINT16_MAX - RTE_PKTMBUF_HEADROOM) {
-		fprintf(stderr, "bad frame/iters/size/ack/room\n");
+	if (optind < argc) {
+		fprintf(stderr, "unexpected argument %s\n", argv[optind]);
+		return 2;
+	}
+	if (o.ack > o.frame) {
+		fprintf(stderr, "bad --ack %u (no bigger than the frame, %u bytes)\n",
+			o.ack, o.frame);
 		return 2;
 	}
 	make_hdr();

@@ -12,7 +12,8 @@
 # exits, see ceiling.c), the measuring side print its line, and the counts
 # add up (pong echoes exactly ping's frames). The same over net_af_packet
 # on a veth pair (root only): its receiver needs --room for the bigger
-# frames. Bad --ack and --room sizes are refused.
+# frames. Bad option values (sizes out of range, seconds that are not
+# finite, words) are refused before anything runs.
 # A stamps build (--stamps) also checks ping's and pong's stamps against
 # those counts, and that devtools/stamps.py reads their hops.
 # Never a speed beyond > 0.
@@ -233,13 +234,28 @@ else
 	echo "af_packet part skipped: no veth pair (root and the veth driver needed)"
 fi
 
-for bad in "--ack 40" "--ack 100" "--room 70000"; do
+# Each refused before it runs (exit code 2, a "bad" line naming it); a
+# seconds value that is not finite made a window that never ended (NaN)
+# or ended at once (inf)
+for bad in "--ack 40" "--ack 100" "--room 70000" "-D nan" "-D inf" "-D -1" \
+	"-D 0" "-D 1e300" "-D 0.5x" "--cores 0" "--cores 3" "-n 5" "-n 1e3" \
+	"-n 134217729" "-f 59" "-f 9001" "-f 0x" "-s 0" "-s 1073741825" \
+	"-s -1" "--room -1" "--ack 9001" "extra"; do
 	N=$((N + 1))
 	# shellcheck disable=SC2086
-	if timeout -k 2 30 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}b$N" \
-		-- rtt -f 82 $bad -n 100 >"$WORK/$N.out" 2>&1; then
-		fail "rtt -f 82 $bad: accepted"
+	timeout -k 2 30 "$BIN" -l 0 $EAL_MEM --no-pci $LOG --file-prefix "${PREFIX}b$N" \
+		-- rtt -f 82 -n 100 $bad >"$WORK/$N.out" 2>&1
+	rc=$?
+	if [ $rc -ne 2 ]; then
+		fail "rtt -f 82 -n 100 $bad: exit code $rc, expected 2 (refused)"
+	elif ! grep -Eq "^(bad ${bad%% *} |unexpected argument )" "$WORK/$N.out"; then
+		fail "rtt $bad: no message naming it: $(tail -n 1 "$WORK/$N.out")"
 	fi
 done
+# the same modes still take the ranges' ends
+one memcpy-ends 0 memcpy -s 1 -D 0.001 &&
+	{ positive "$(val "$OUT" copies)" || fail "memcpy -s 1 -D 0.001: $(grep CEILING "$OUT")"; }
+one rtt-ends 0 rtt -f 60 --ack 60 -n 10 --cores 1 &&
+	{ positive "$(val "$OUT" rtt_median)" || fail "rtt -f 60 -n 10: $(grep CEILING "$OUT")"; }
 
 finish "$N runs"
