@@ -1052,6 +1052,9 @@ int droce_parse_devargs(const char *str, struct droce_devargs *a);
  * process's end.
  */
 uint32_t droce_exit_release(void);
+/* The process that built an EAL vector with droce_eal_argv (0: none): its
+ * EAL's runtime directory goes at exit, device or not (rdma_dev.c). */
+extern pid_t droce_eal_argv_pid;
 /* A device's counters as droce_dev_stats_get() gives them. */
 void droce_dev_stats_read(const struct droce_dev *dev, struct droce_dev_stats *st);
 uint32_t droce_key_alloc(struct droce_dev *dev);

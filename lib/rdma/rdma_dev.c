@@ -244,15 +244,24 @@ static void make_gids(struct droce_dev *dev)
  * library is unloaded at the process's end if it is empty by then, as
  * --in-memory and --no-shconf leave it (rte_eal_cleanup() does not remove
  * it, and telemetry's socket in it goes only in an atexit handler of its
- * own, before any library's destructor). Noted while the EAL runs.
+ * own, before any library's destructor). Noted while the EAL runs, by the
+ * first device; a process that built its EAL vector with droce_eal_argv
+ * and made no device (it gave up first) has it from the EAL, whose name
+ * for it outlives rte_eal_cleanup().
  */
 static char eal_rundir[PATH_MAX];
 static pid_t eal_rundir_pid;	/* (a forked child's exit leaves it alone) */
 
 RTE_FINI(droce_rundir_fini)
 {
-	if (eal_rundir[0] != '\0' && getpid() == eal_rundir_pid)
-		(void)rmdir(eal_rundir);
+	const char *dir = NULL;
+
+	if (eal_rundir[0] != '\0')
+		dir = getpid() == eal_rundir_pid ? eal_rundir : NULL;
+	else if (droce_eal_argv_pid != 0 && getpid() == droce_eal_argv_pid)
+		dir = rte_eal_get_runtime_dir();
+	if (dir != NULL && dir[0] != '\0')
+		(void)rmdir(dir);
 }
 
 int droce_dev_create(uint16_t port_id, const char *devargs)

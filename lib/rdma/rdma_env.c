@@ -47,6 +47,8 @@ static int add_words(const char *s, char **argv, int *argc, int max,
 	return 0;
 }
 
+pid_t droce_eal_argv_pid;
+
 int droce_eal_argv(char **argv, int argc, int max, const char *defaults,
 		   char *buf, size_t len)
 {
@@ -77,6 +79,7 @@ int droce_eal_argv(char **argv, int argc, int max, const char *defaults,
 	for (int i = 1; no_huge && i < argc; i++)
 		if (strcmp(argv[i], "--in-memory") == 0)
 			argv[i] = (char *)(uintptr_t)"--no-shconf";
+	droce_eal_argv_pid = getpid();
 	return argc;
 }
 

@@ -567,6 +567,11 @@ refused() {
 	elif ! grep -q -- "$msg" "$WORK/refused.out"; then
 		fail "$label: no '$msg' message: $(tail -n 1 "$WORK/refused.out")"
 	fi
+	# (a refusal after the EAL started leaves nothing either)
+	if [ "$(id -u)" -eq 0 ] && [ -e "/run/dpdk/${PREFIX}x" ]; then
+		fail "$label: /run/dpdk/${PREFIX}x left behind"
+		rm -rf "/run/dpdk/${PREFIX}x"
+	fi
 }
 refused "-c XRC" "is not supported" write_bw -c XRC
 refused "write_bw -c UD" "RDMA Write is not supported over UD" write_bw -c UD
@@ -600,6 +605,8 @@ refused "write_lat SW" "SW Rate limiter cann't be executed" write_lat --rate_lim
 refused "write_bw SW --run_infinitely" "run_infinitely does not support rate limit" write_bw --rate_limit 1 --rate_limit_type SW --run_infinitely
 refused "write_bw PP 1e9 MB/s" "Failed to modify QP to RTS" write_bw --rate_limit 1000000000 --rate_units M --rate_limit_type PP
 refused "write_lat --rx_spin=2000" "Invalid rx_spin" write_lat --rx_spin=2000
+# (refused once the EAL runs: it has one lcore, -l 0)
+refused "write_bw --engine=split, one lcore" "needs a worker lcore" write_bw --engine=split
 # seconds and rates that are not finite numbers (strtod takes "inf" and
 # "nan"): -D inf ran no message and exited 0, as did a -D too short to
 # measure; a datagram no MTU carries is refused before its buffers exist
