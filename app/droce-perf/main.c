@@ -622,6 +622,12 @@ static const char *const ib_rates[] = {
  */
 static int settle_rate_limit(void)
 {
+	/* a limiter named with no rate to hold (perftest reads the missing
+	 * rate as a null string) */
+	if (opt.rate_type != RL_NONE && opt.rate_limit_str == NULL) {
+		fprintf(stderr, " --rate_limit_type needs a --rate_limit\n");
+		return -1;
+	}
 	if (opt.burst_size > 0 && opt.rate_type == RL_NONE) {
 		fprintf(stderr, " Can't enable burst mode when rate limiter is off\n");
 		return -1;

@@ -620,6 +620,10 @@ refused "write_bw -w inf" "Invalid minimum BW limit" write_bw -w inf
 refused "write_bw -y nan" "Invalid minimum msgRate limit" write_bw -y nan
 refused "write_bw --rate_limit inf" "Rate limit must be" write_bw --rate_limit inf --rate_limit_type SW
 refused "write_bw --retry_connect nan" "Invalid retry_connect" write_bw --retry_connect nan
+# (the HW limiter compared a missing rate's string: a crash)
+refused "read_bw --rate_limit_type HW" "needs a --rate_limit" read_bw --rate_limit_type HW
+refused "write_bw --rate_limit_type SW" "needs a --rate_limit" write_bw --rate_limit_type SW
+refused "send_bw --rate_limit_type PP" "needs a --rate_limit" send_bw --rate_limit_type PP
 refused "send_bw -c UD -s 2^31 -q 16384" "Max msg size in UD is MTU 4096" send_bw -c UD -s 2147483648 -q 16384 --mr_per_qp
 
 finish "$RUNS runs"
