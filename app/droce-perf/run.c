@@ -437,12 +437,16 @@ struct bw_state {
 	int rhead, rtail, rcount;
 	bool done;
 	bool stopping;			/* duration: window over, draining */
+	int closing;			/* QPs yet to post their closing WR */
 };
 
 static inline bool bw_can_post(const struct bw_state *b,
 			       const struct perf_qpstat *st)
 {
-	return !b->stopping && (win.on || st->scnt < b->iters) &&
+	/* draining, a QP whose last WRs went unsignalled may post one more
+	 * (bw_client_stop) */
+	return (!b->stopping || st->scnt > st->lastsig) &&
+	       (win.on || st->scnt < b->iters) &&
 	       st->scnt - st->ccnt + (uint64_t)opt.post_list <=
 	       (uint64_t)opt.tx_depth;
 }
@@ -536,14 +540,14 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 		struct perf_qpstat *st = &s->st[q];
 		struct ibv_send_wr *w = &s->wr[q * pl];
 
-		if (!bw_rl_open(&b->rl, now))
+		if (!b->stopping && !bw_rl_open(&b->rl, now))
 			break;	/* between bursts: the QPs stay in line */
 		if (++b->rhead == s->nqps)
 			b->rhead = 0;
 		b->rcount--;
 		b->inq[q] = 0;
 		while (bw_can_post(b, st)) {
-			if (!bw_rl_open(&b->rl, now)) {
+			if (!b->stopping && !bw_rl_open(&b->rl, now)) {
 				bw_ready_push(b, q);	/* its turn comes again */
 				break;
 			}
@@ -556,7 +560,8 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 				 * multiple of cq_mod: that one comes only at
 				 * the end; no division a post) */
 				if (seq - st->lastsig == (uint64_t)opt.cq_mod ||
-				    (!win.on && seq == b->iters)) {
+				    (!win.on && seq == b->iters) ||
+				    (b->stopping && j == pl - 1)) {
 					w[j].send_flags |= IBV_SEND_SIGNALED;
 					b->sig_total += seq - st->lastsig;
 					st->lastsig = seq;
@@ -582,6 +587,8 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 			}
 			st->scnt += (uint64_t)pl;
 			b->totscnt += (uint64_t)pl;
+			if (b->stopping)
+				b->closing--;
 			if (b->rl.on && (b->rl.iter += pl) >= opt.burst_size)
 				b->rl.sending = false;
 			if (opt.cycles || (s->tp && !win.on))
@@ -637,6 +644,26 @@ static int bw_client_poll(struct bw_state *b)
 	return 0;
 }
 
+/*
+ * Duration mode's end: no more posting, but a QP whose last WRs went
+ * unsignalled (the tail after its last cq_mod-th) posts one signalled WR
+ * more, past the window, so that the drain sees everything it posted
+ * complete: --check's atomic counters then equal the completions, and
+ * nothing is still in flight when the QPs go. (With a post list cq_mod
+ * divides it: every list ends signalled, no tail.)
+ */
+static void bw_client_stop(struct bw_state *b)
+{
+	struct perf_side *s = b->s;
+
+	b->stopping = true;
+	for (int q = 0; q < s->nqps; q++)
+		if (s->st[q].scnt > s->st[q].lastsig) {
+			b->closing++;
+			bw_ready_push(b, q);
+		}
+}
+
 static int bw_client_step(struct bw_state *b)
 {
 	uint64_t now = perf_tsc();
@@ -644,7 +671,7 @@ static int bw_client_step(struct bw_state *b)
 	if (b->done)
 		return 0;
 	if ((time_over(now) || perf_stop) && !b->stopping)
-		b->stopping = true;
+		bw_client_stop(b);
 	/* waiting out our own limiter's gap is no stall (a burst a minute
 	 * is a rate one may ask for) */
 	if (b->rl.on && !b->rl.sending)
@@ -659,7 +686,7 @@ static int bw_client_step(struct bw_state *b)
 	}
 	/* duration mode stops posting at the end and waits for what it can
 	 * see complete: everything up to each QP's last signalled WR */
-	if (b->stopping ? b->totccnt >= b->sig_total :
+	if (b->stopping ? b->closing == 0 && b->totccnt >= b->sig_total :
 	    (!win.on && b->totccnt >= b->tot))
 		b->done = true;
 	return 0;
