@@ -737,7 +737,9 @@ static int mode_pong(void)
 static int mode_memcpy(void)
 {
 	size_t sz = (size_t)o.size;
-	uint8_t *a = aligned_alloc(4096, sz + 4096), *b = aligned_alloc(4096, sz + 4096);
+	/* (aligned_alloc takes whole multiples of the alignment) */
+	size_t room = RTE_ALIGN_CEIL(sz + 4096, 4096);
+	uint8_t *a = aligned_alloc(4096, room), *b = aligned_alloc(4096, room);
 	uint64_t n = 0, t0, end;
 
 	if (!a || !b) {
@@ -771,7 +773,7 @@ static int mode_memcpy(void)
 static int mode_crc(void)
 {
 	size_t sz = (size_t)o.size;
-	uint8_t *a = aligned_alloc(4096, sz + 4096);
+	uint8_t *a = aligned_alloc(4096, RTE_ALIGN_CEIL(sz + 4096, 4096));
 	uint64_t n = 0, t0, end;
 	uint32_t c = 0;
 
