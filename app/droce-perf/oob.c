@@ -301,6 +301,8 @@ int oob_versions(char rem_version[PERF_VERSION_LEN])
 	return 0;
 }
 
+#define OOB_MAX_CYCLE_BUFFER	(1u << 20)
+
 int oob_sys_data(int *cycle_buffer, int *cache_line)
 {
 	uint32_t mine, theirs = 0;
@@ -310,8 +312,18 @@ int oob_sys_data(int *cycle_buffer, int *cache_line)
 	mine = htonl((uint32_t)*cycle_buffer);
 	if (oob_xchg(&mine, &theirs, 4))
 		return -1;
-	if ((int)ntohl(theirs) > *cycle_buffer)
-		*cycle_buffer = (int)ntohl(theirs);
+	/* the peer's page size: a slot of each QP's buffer is at least that
+	 * (res.c), so a value no page has (past 1 MiB, not a power of two)
+	 * would have this end allocate and touch gigabytes for nothing */
+	theirs = ntohl(theirs);
+	if (theirs > (uint32_t)*cycle_buffer) {
+		if (theirs > OOB_MAX_CYCLE_BUFFER || (theirs & (theirs - 1))) {
+			PERF_ERR("The peer's page size %u is not one: ignored\n",
+				 theirs);
+		} else {
+			*cycle_buffer = (int)theirs;
+		}
+	}
 	mine = htonl((uint32_t)*cache_line);
 	theirs = 0;
 	if (oob_xchg(&mine, &theirs, 4))

@@ -499,4 +499,48 @@ if [ $AB = 1 ]; then
 		fail "DROCE_AB=0x1:99: counted anyway: $(echo "$out" | grep '^DROCE_AB ')"
 fi
 
+# A peer that sends a page size no page has (perftest's "cycle buffer",
+# which sizes each QP's slots): ignored, said so, nothing allocated for
+# it (2 GiB a slot, touched byte by byte, before). The peer is a few lines
+# of Python speaking the exchange up to there, then hanging up.
+port=$(free_port) || fail "bogus-page-size: no free TCP port"
+if [ -n "${port:-}" ]; then
+	/usr/bin/python3 - "$port" >"$WORK/fakepeer.out" 2>&1 <<'PEER' &
+import socket, struct, sys
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", int(sys.argv[1])))
+srv.listen(1)
+srv.settimeout(20)
+c, _ = srv.accept()
+c.settimeout(20)
+def take(n):
+    b = b""
+    while len(b) < n:
+        d = c.recv(n - len(b))
+        if not d:
+            raise SystemExit("closed early")
+        b += d
+take(16); c.sendall(b"6.06".ljust(16, b"\0"))        # versions
+take(4); c.sendall(struct.pack("!I", 0x7ffffff0))      # page size
+take(4); c.sendall(struct.pack("!I", 64))              # cache line
+c.close()
+PEER
+	ppid=$!
+	PIDS="$PIDS $ppid"
+	await_listening bogus-page-size "$ppid" "$WORK/fakepeer.out" port_listening "$port" &&
+	{
+		DROCE_EAL_ARGS="-l 0 $EAL_MEM --no-pci $LOG --file-prefix ${PREFIX}f" \
+			timeout -k 2 20 "$BIN" write_bw -p "$port" -n 5 127.0.0.1 \
+			>"$WORK/fake.client" 2>&1
+		rc=$?
+		wait "$ppid"
+		[ $rc -eq 1 ] || fail "bogus-page-size: client exit code $rc, want 1"
+		grep -q "The peer's page size 2147483632 is not one: ignored" "$WORK/fake.client" ||
+			fail "bogus-page-size: not refused: $(tail -n 2 "$WORK/fake.client")"
+		grep -q "Couldn't allocate" "$WORK/fake.client" &&
+			fail "bogus-page-size: tried to allocate for it"
+	}
+fi
+
 finish "$RUNS pairs"
