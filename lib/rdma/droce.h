@@ -93,6 +93,20 @@ int droce_dev_create_by_name(const char *port_name, const char *devargs);
 int droce_dev_count(void);
 
 /*
+ * Destroy one device: the one droce_dev_create() returned `index` for.
+ * Its engine stops serving it and its port is stopped and closed (a vdev
+ * stays registered: rte_vdev_uninit() is the caller's; the two ports of a
+ * droce_create_ring_pair() go, with their rings and both devices' mbuf
+ * pools, once both of its devices are destroyed); every verbs object
+ * of it must have been destroyed and every context on it closed first.
+ * The other devices keep their indices; the next device created takes the
+ * lowest free one. An ibv_device an earlier ibv_get_device_list() gave
+ * for it goes with it, as with droce_cleanup().
+ * Returns 0, -ENODEV (no such device) or -EBUSY.
+ */
+int droce_dev_destroy(int index);
+
+/*
  * Stop all engines, destroy every device and release its ports. Every verbs
  * object must have been destroyed first (otherwise -EBUSY).
  */

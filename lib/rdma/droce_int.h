@@ -735,6 +735,11 @@ struct droce_dev {
 	bool link_up;			/* engine: last link state seen */
 	bool promisc_ours;		/* droce turned promiscuous rx on */
 	bool port_kernel;		/* a kernel interface's: closed at exit */
+	bool port_passes_mbufs;		/* net_ring: frames are the sender's
+					 * mbufs until the receiver frees them */
+	uint8_t ring_pair;		/* 1 + its ring pair's slot (eth_port.c),
+					 * 0: not of droce_create_ring_pair */
+	uint8_t ring_pair_side;		/* 0: the pair's a, 1: its b */
 	bool port_closed;		/* closed so (droce_exit_release) */
 	uint64_t link_check_tsc;
 
@@ -821,13 +826,17 @@ void droce_drv_register(const struct droce_drv_ops *ops);
 
 /* ---------------------------------------------------- shared helpers */
 
+/* Devices by index, a destroyed one's slot NULL (rdma_dev.c). */
 extern struct droce_dev *droce_devs[DROCE_MAX_DEVS];
 extern uint32_t droce_nb_devs;
 
-/* Remove the device droce_dev_create() returned `index` for, if it is
- * still the newest and unused (droce_create_ring_pair's undo): 0, or
- * -EINVAL (not the newest), -EBUSY (a context or object holds it). */
-int droce_dev_remove_newest(int index);
+/* The device at an index an engine met in a doorbell token or a timer
+ * cell, or NULL: past the slots in use, or destroyed. */
+static inline struct droce_dev *droce_dev_at(uint32_t index)
+{
+	return index < __atomic_load_n(&droce_nb_devs, __ATOMIC_ACQUIRE) ?
+	       __atomic_load_n(&droce_devs[index], __ATOMIC_ACQUIRE) : NULL;
+}
 
 struct droce_context {
 	struct verbs_context vctx;

@@ -45,6 +45,14 @@ void droce_trace_pkt(const char *dir, const char *dev, const struct roce_pkt *p)
 		p->ack_req ? " A" : "", ext, p->payload_len);
 }
 
+/*
+ * Devices by index: droce_devs[0 .. droce_nb_devs), where a destroyed
+ * device's slot is NULL until a new device takes it (the lowest free
+ * index), so that the others keep theirs: an index is in their doorbell
+ * tokens and timer cells. Engines read both without the lock: a slot is
+ * filled before droce_nb_devs covers it and emptied before its device
+ * goes.
+ */
 struct droce_dev *droce_devs[DROCE_MAX_DEVS];
 uint32_t droce_nb_devs;
 const struct droce_drv_ops *droce_drv;
@@ -290,17 +298,22 @@ int droce_dev_create(uint16_t port_id, const char *devargs)
 		return ret;
 	}
 	pthread_mutex_lock(&droce_reg_lock);
-	if (droce_nb_devs >= DROCE_MAX_DEVS) {
-		ret = -ENOSPC;
-		goto fail;
-	}
+	dev->index = DROCE_MAX_DEVS;
 	for (uint32_t i = 0; i < droce_nb_devs; i++) {
-		if (droce_devs[i]->port_id == port_id) {
+		if (droce_devs[i] == NULL) {
+			if (dev->index == DROCE_MAX_DEVS)
+				dev->index = i;
+		} else if (droce_devs[i]->port_id == port_id) {
 			ret = -EEXIST;
 			goto fail;
 		}
 	}
-	dev->index = droce_nb_devs;
+	if (dev->index == DROCE_MAX_DEVS)
+		dev->index = droce_nb_devs;
+	if (dev->index >= DROCE_MAX_DEVS) {
+		ret = -ENOSPC;
+		goto fail;
+	}
 	dev->port_id = port_id;
 	pthread_mutex_init(&dev->lock, NULL);
 	if (dev->args.name[0] == '\0')
@@ -335,7 +348,9 @@ int droce_dev_create(uint16_t port_id, const char *devargs)
 	if (ret)
 		goto fail;
 	make_gids(dev);
-	droce_devs[droce_nb_devs++] = dev;
+	__atomic_store_n(&droce_devs[dev->index], dev, __ATOMIC_RELEASE);
+	if (dev->index == droce_nb_devs)
+		__atomic_store_n(&droce_nb_devs, droce_nb_devs + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&droce_reg_lock);
 	{
 		char ip[INET_ADDRSTRLEN];
@@ -370,7 +385,13 @@ int droce_dev_create_by_name(const char *port_name, const char *devargs)
 
 int droce_dev_count(void)
 {
-	return (int)droce_nb_devs;
+	int n = 0;
+
+	pthread_mutex_lock(&droce_reg_lock);
+	for (uint32_t i = 0; i < droce_nb_devs; i++)
+		n += droce_devs[i] != NULL;
+	pthread_mutex_unlock(&droce_reg_lock);
+	return n;
 }
 
 /*
@@ -399,29 +420,38 @@ static bool dev_unused(const struct droce_dev *d)
 	return !(d->ctx_refcnt || d->nb_qp || d->nb_cq || d->nb_pd || d->nb_mr);
 }
 
-/* Out of the registry (the lock held): its engine, its port, its tables. */
-static void dev_remove_locked(void)
+/*
+ * Out of the registry (the lock held): its slot emptied first (an engine
+ * that still meets the index finds no device), then its engine, its port,
+ * its tables.
+ */
+static void dev_remove_locked(uint32_t index)
 {
-	struct droce_dev *d = droce_devs[--droce_nb_devs];
+	struct droce_dev *d = droce_devs[index];
+	uint32_t n = droce_nb_devs;
 
-	droce_devs[droce_nb_devs] = NULL;
+	__atomic_store_n(&droce_devs[index], NULL, __ATOMIC_RELEASE);
+	while (n > 0 && droce_devs[n - 1] == NULL)
+		n--;
+	__atomic_store_n(&droce_nb_devs, n, __ATOMIC_RELEASE);
 	droce_drv->dev_remove(d);
 	rte_free(d->qp_tbl);
 	rte_free(d->mr_tbl);
 	rte_free(d);
 }
 
-int droce_dev_remove_newest(int index)
+int droce_dev_destroy(int index)
 {
 	int ret = 0;
 
 	pthread_mutex_lock(&droce_reg_lock);
-	if (index < 0 || (uint32_t)index + 1 != droce_nb_devs)
-		ret = -EINVAL;
+	if (index < 0 || (uint32_t)index >= droce_nb_devs ||
+	    droce_devs[index] == NULL)
+		ret = -ENODEV;
 	else if (!dev_unused(droce_devs[index]))
 		ret = -EBUSY;
 	else
-		dev_remove_locked();
+		dev_remove_locked((uint32_t)index);
 	pthread_mutex_unlock(&droce_reg_lock);
 	return ret;
 }
@@ -430,13 +460,15 @@ int droce_cleanup(void)
 {
 	pthread_mutex_lock(&droce_reg_lock);
 	for (uint32_t i = 0; i < droce_nb_devs; i++) {
-		if (!dev_unused(droce_devs[i])) {
+		if (droce_devs[i] != NULL && !dev_unused(droce_devs[i])) {
 			pthread_mutex_unlock(&droce_reg_lock);
 			return -EBUSY;
 		}
 	}
+	/* the newest first (the highest index), the engine serving the
+	 * others meanwhile */
 	while (droce_nb_devs > 0) {
-		dev_remove_locked();
+		dev_remove_locked(droce_nb_devs - 1);
 		if (droce_nb_devs > 0)
 			cleanup_pause();
 	}
@@ -521,14 +553,18 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOSYS;
 		return NULL;
 	}
-	n = droce_nb_devs;
-	list = calloc(n + 1, sizeof(*list));
+	pthread_mutex_lock(&droce_reg_lock);
+	list = calloc(droce_nb_devs + 1, sizeof(*list));
 	if (list == NULL) {
+		pthread_mutex_unlock(&droce_reg_lock);
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		list[i] = &droce_devs[i]->ibv_dev;
+	n = 0;
+	for (uint32_t i = 0; i < droce_nb_devs; i++)
+		if (droce_devs[i] != NULL)
+			list[n++] = &droce_devs[i]->ibv_dev;
+	pthread_mutex_unlock(&droce_reg_lock);
 	if (num_devices)
 		*num_devices = (int)n;
 	return list;
@@ -547,7 +583,7 @@ const char *ibv_get_device_name(struct ibv_device *device)
 static struct droce_dev *dev_of_ibv_dev(struct ibv_device *d)
 {
 	for (uint32_t i = 0; i < droce_nb_devs; i++)
-		if (&droce_devs[i]->ibv_dev == d)
+		if (droce_devs[i] != NULL && &droce_devs[i]->ibv_dev == d)
 			return droce_devs[i];
 	return NULL;
 }

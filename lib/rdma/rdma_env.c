@@ -239,7 +239,7 @@ static void env_catch_signals(void)
 	bool any = false;
 
 	for (uint32_t i = 0; i < droce_nb_devs; i++)
-		any |= droce_devs[i]->port_kernel;
+		any |= droce_devs[i] != NULL && droce_devs[i]->port_kernel;
 	if (!any)
 		return;
 	sig_fd = eventfd(0, EFD_CLOEXEC);

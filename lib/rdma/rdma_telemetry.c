@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * DPDK telemetry endpoints (dpdk-telemetry.py lists them):
- *   /droce/devices            device names, by index
+ *   /droce/devices            device names, by index ("" for a destroyed one)
  *   /droce/stats,<dev>        a device's counters
  *   /droce/qps,<dev>          the device's QP numbers
  *   /droce/qp,<dev>,<qpn>     a QP's state, PSNs and counters
@@ -34,8 +34,11 @@ static int tel_devices(const char *cmd, const char *params,
 	(void)cmd;
 	(void)params;
 	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	/* (an index's name, "" for a destroyed device's slot: the index
+	 * is what /droce/stats and the others take) */
 	for (uint32_t i = 0; i < droce_nb_devs; i++)
-		rte_tel_data_add_array_string(d, droce_devs[i]->args.name);
+		rte_tel_data_add_array_string(d, droce_devs[i] ?
+					      droce_devs[i]->args.name : "");
 	return 0;
 }
 

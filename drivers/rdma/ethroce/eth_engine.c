@@ -337,9 +337,11 @@ static int drain_doorbells(struct droce_engine *eng)
 		uint32_t t = (uint32_t)(uintptr_t)tok[i];
 		uint32_t di = t >> 24;
 
-		/* A destroyed QP is gone from the table: nothing to do. */
-		qps[i] = di < droce_nb_devs ?
-			 droce_qp_lookup(droce_devs[di], t & ROCE_QPN_MASK) : NULL;
+		struct droce_dev *dev = droce_dev_at(di);
+
+		/* A destroyed QP is gone from the table, a destroyed device
+		 * from its slot: nothing to do. */
+		qps[i] = dev ? droce_qp_lookup(dev, t & ROCE_QPN_MASK) : NULL;
 		if (qps[i] && eng->prefetch) {
 			rte_prefetch0(&qps[i]->dev);
 			rte_prefetch0(&qps[i]->sq_db);
@@ -1241,7 +1243,8 @@ static uint32_t eth_halt(struct droce_dev **devs, uint32_t nb_devs)
 	}
 	pthread_mutex_unlock(&eng_lock);
 	for (uint32_t i = 0; i < nb_devs; i++)
-		if (devs[i]->port_kernel && !devs[i]->port_closed) {
+		if (devs[i] != NULL && devs[i]->port_kernel &&
+		    !devs[i]->port_closed) {
 			eth_port_release(devs[i]);
 			closed++;
 		}

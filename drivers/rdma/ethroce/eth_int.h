@@ -228,8 +228,10 @@ static inline struct eth_tcell *eth_tcell(struct droce_engine *eng,
 /* The QP a cell stands for (NULL once it is gone from its device). */
 static inline struct droce_qp *eth_tcell_qp(uint32_t id)
 {
-	return droce_qp_lookup(droce_devs[id >> ETH_TCELL_QP_BITS],
-			       DROCE_QPN_BASE + (id & ETH_TCELL_QP_MASK));
+	struct droce_dev *dev = droce_dev_at(id >> ETH_TCELL_QP_BITS);
+
+	return dev ? droce_qp_lookup(dev, DROCE_QPN_BASE +
+				     (id & ETH_TCELL_QP_MASK)) : NULL;
 }
 
 /* eth_engine.c */

@@ -37,36 +37,80 @@
 #define ETH_L3_OVERHEAD		(ROCE_IPV6_HLEN + ROCE_UDP_HLEN + ROCE_BTH_LEN + \
 				 ROCE_ATMETH_LEN + ROCE_ICRC_LEN)
 
-static struct rte_ring *pair_rings[DROCE_MAX_DEVS];
-static uint32_t nb_pair_rings;
+/*
+ * The ring pairs droce_create_ring_pair made: their rings, their ports'
+ * names, and their devices' pools as each closes. A pair's frames are
+ * mbufs of its own two pools and go nowhere else, so once both of its
+ * devices are closed (droce_dev_destroy, droce_cleanup) its rings are
+ * drained and freed, its ports' vdevs go and both pools are freed, while
+ * any other device runs on.
+ */
+struct eth_pair {
+	bool used;
+	uint8_t open;				/* its devices not yet closed */
+	struct rte_ring *ring[2];		/* a to b, b to a */
+	char port[2][RTE_ETH_NAME_MAX_LEN];
+	struct rte_mempool *pool[2];		/* a closed device's */
+};
+static struct eth_pair pairs[DROCE_MAX_DEVS / 2];
 
 /*
- * Pools of closed devices, freed with the last one. A frame is an mbuf of
- * its sender's pool wherever it is until freed: in another device's
- * receive ring (net_ring passes pointers, not copies), that device's link
- * impairer, its hands. droce_cleanup closes devices one by one while the
- * engine keeps serving the rest, so a pool freed with its own device let
- * the engine receive (and return) mbufs of freed, zeroed memory: UBSan
- * caught a received frame with a NULL buffer at teardown (rc_loss-zc).
+ * Pools of closed net_ring devices, freed with the last device. A frame is
+ * an mbuf of its sender's pool wherever it is until freed: in another
+ * device's receive ring (net_ring passes pointers, not copies), that
+ * device's link impairer, its hands. droce_cleanup closes devices one by
+ * one while the engine keeps serving the rest, so a pool freed with its
+ * own device let the engine receive (and return) mbufs of freed, zeroed
+ * memory: UBSan caught a received frame with a NULL buffer at teardown
+ * (rc_loss-zc). A count of the pool's free mbufs cannot say when the last
+ * is back (another lcore's cache flush counts twice while it runs), so it
+ * waits for the last device. Past this many, a pool is left, not freed.
  */
-static struct rte_mempool *closed_pools[DROCE_MAX_DEVS];
+#define ETH_MAX_CLOSED_POOLS	(4 * DROCE_MAX_DEVS)
+static struct rte_mempool *closed_pools[ETH_MAX_CLOSED_POOLS];
 static uint32_t nb_closed_pools;
 
-/* The last device is closed: what the pair's rings still carry, then
- * the rings and every closed device's pool. */
+/* The last device is closed: every closed device's pool. */
 static void free_closed(void)
+{
+	while (nb_closed_pools)
+		rte_mempool_free(closed_pools[--nb_closed_pools]);
+}
+
+/* A port of a pair, if it is still there (a device that failed its probe
+ * may have closed it already, which released it), and its vdev
+ * (rte_eth_from_rings made one; closing the port leaves it). */
+static void pair_port_close(const char *name)
+{
+	uint16_t port;
+
+	if (name[0] == '\0')
+		return;
+	if (rte_eth_dev_get_port_by_name(name, &port) == 0) {
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
+	}
+	rte_vdev_uninit(name);
+}
+
+/* A pair none of whose devices is open (or that never had one): its
+ * ports, what its rings still carry, its rings, its pools. (net_ring's
+ * ports made by rte_eth_from_rings only attach the rings: closing one
+ * leaves them.) */
+static void pair_free(struct eth_pair *p)
 {
 	void *m;
 
-	while (nb_pair_rings) {
-		struct rte_ring *r = pair_rings[--nb_pair_rings];
-
-		while (rte_ring_dequeue(r, &m) == 0)
+	for (int i = 0; i < 2; i++)
+		pair_port_close(p->port[i]);
+	for (int i = 0; i < 2; i++) {
+		while (p->ring[i] && rte_ring_dequeue(p->ring[i], &m) == 0)
 			rte_pktmbuf_free(m);
-		rte_ring_free(r);
+		rte_ring_free(p->ring[i]);
 	}
-	while (nb_closed_pools)
-		rte_mempool_free(closed_pools[--nb_closed_pools]);
+	for (int i = 0; i < 2; i++)
+		rte_mempool_free(p->pool[i]);
+	memset(p, 0, sizeof(*p));
 }
 
 /* memif's buffer size when its devargs give none (DPDK 22.11). */
@@ -119,6 +163,9 @@ memif_check_bsize(uint16_t port, const struct rte_eth_dev_info *info,
 			  port, frame, bsize, frame);
 }
 
+/* (under the registry's lock: devices are made one at a time) */
+static uint32_t pool_seq;
+
 int eth_port_setup(struct droce_dev *dev)
 {
 	struct rte_eth_conf conf;
@@ -139,6 +186,9 @@ int eth_port_setup(struct droce_dev *dev)
 	 * (the interface's IFF_PROMISC). droce_exit_release closes them. */
 	dev->port_kernel = port_driver_is(&info, "net_af_xdp") ||
 			   port_driver_is(&info, "net_af_packet");
+	/* Every other PMD copies a frame (or DMAs it) and gives its mbuf
+	 * back by the time its port is closed. */
+	dev->port_passes_mbufs = port_driver_is(&info, "net_ring");
 	/* The largest path MTU whose frames the port takes (its MTU, and its
 	 * frame limit: memif, for one, carries 1518-byte frames at most). */
 	{
@@ -211,15 +261,18 @@ int eth_port_setup(struct droce_dev *dev)
 		DROCE_LOG(ERR, "port %u: configure failed: %s", port, strerror(-ret));
 		return ret;
 	}
-	snprintf(name, sizeof(name), "droce_mb_%u", port);
+	/* (a pool outlives its port while a ring pair's other device runs,
+	 * and a new port may take the id: a name of its own each time) */
+	snprintf(name, sizeof(name), "droce_mb_%u_%u", port, pool_seq++);
 	room = RTE_MAX(dev->args.max_mtu + 256u, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 	dev->pool = rte_pktmbuf_pool_create(name, dev->args.nb_mbuf, 256, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + room),
 					    socket);
 	if (dev->pool == NULL) {
-		DROCE_LOG(ERR, "port %u: no memory for %u mbufs", port,
-			  dev->args.nb_mbuf);
-		return -ENOMEM;
+		ret = rte_errno == EEXIST ? -EEXIST : -ENOMEM;
+		DROCE_LOG(ERR, "port %u: no pool of %u mbufs: %s", port,
+			  dev->args.nb_mbuf, rte_strerror(-ret));
+		return ret;
 	}
 	ret = rte_eth_rx_queue_setup(port, 0, ETH_NB_DESC, (unsigned)socket,
 				     NULL, dev->pool);
@@ -359,81 +412,36 @@ void eth_port_close(struct droce_dev *dev, bool served)
 	rte_free(dev->icrc_l3);
 	dev->icrc_l3 = NULL;
 	/* (one that never ran goes now: a probe of its port may come again,
-	 * and its pool's name with it) */
-	if (served && nb_closed_pools < DROCE_MAX_DEVS)
+	 * and its pool's name with it; so does one whose port copied every
+	 * frame it sent; a ring pair's goes with the pair) */
+	if (dev->ring_pair) {
+		struct eth_pair *p = &pairs[dev->ring_pair - 1];
+
+		p->pool[dev->ring_pair_side] = dev->pool;
+		dev->ring_pair = 0;
+		if (--p->open == 0)
+			pair_free(p);
+	} else if (!served || !dev->port_passes_mbufs)
+		rte_mempool_free(dev->pool);
+	else if (nb_closed_pools < ETH_MAX_CLOSED_POOLS)
 		closed_pools[nb_closed_pools++] = dev->pool;
 	else
-		rte_mempool_free(dev->pool);
+		DROCE_LOG(WARNING, "%s: its pool stays until the process ends (%u closed net_ring devices' pools wait for the last device)",
+			  dev->args.name, nb_closed_pools);
 	dev->pool = NULL;
 	if (droce_nb_devs == 0)
 		free_closed();
 }
 
-/* A port of a refused pair, if it is still there (a device that failed
- * its probe may have closed it already, which released it), and its vdev
- * (rte_eth_from_rings made one; closing the port leaves it). */
-static void pair_port_close(const char *name)
-{
-	uint16_t port;
-
-	if (name[0] == '\0')
-		return;
-	if (rte_eth_dev_get_port_by_name(name, &port) == 0) {
-		rte_eth_dev_stop(port);
-		rte_eth_dev_close(port);
-	}
-	rte_vdev_uninit(name);
-}
-
-/*
- * Undo a pair that failed after its rings: its ports, then its rings
- * unless free_closed() took them with the last device, then the pool of
- * its first device if that was made and removed again: with the rings
- * drained no frame of it is left anywhere, and a program that retries
- * must not pile up pools until its last device goes. (net_ring's ports
- * made by rte_eth_from_rings only attach the rings: closing one leaves
- * them, and its peer still open, whole.)
- */
-static void pair_undo(const char *name_a, const char *name_b,
-		      struct rte_ring *ab, struct rte_ring *ba,
-		      struct rte_mempool *pool_a)
-{
-	void *m;
-
-	pair_port_close(name_a);
-	pair_port_close(name_b);
-	if (nb_pair_rings < 2 || pair_rings[nb_pair_rings - 1] != ba ||
-	    pair_rings[nb_pair_rings - 2] != ab)
-		return;
-	nb_pair_rings -= 2;
-	for (int i = 0; i < 2; i++) {
-		struct rte_ring *r = i ? ba : ab;
-
-		while (rte_ring_dequeue(r, &m) == 0)
-			rte_pktmbuf_free(m);
-		rte_ring_free(r);
-	}
-	for (uint32_t i = 0; pool_a != NULL && i < nb_closed_pools; i++) {
-		if (closed_pools[i] == pool_a) {
-			closed_pools[i] = closed_pools[--nb_closed_pools];
-			rte_mempool_free(pool_a);
-			break;
-		}
-	}
-}
-
 int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 {
 	static uint32_t seq;
-	struct rte_ring *ab, *ba;
 	struct droce_devargs check;
 	char name[RTE_RING_NAMESIZE];
-	char port_a[RTE_ETH_NAME_MAX_LEN], port_b[RTE_ETH_NAME_MAX_LEN];
-	struct rte_mempool *pool_a = NULL;
-	int pa, pb, ret, dev_a;
+	struct eth_pair *p = NULL;
+	int port[2], dev[2] = { -1, -1 }, ret;
 
-	/* Bad arguments make nothing, not even what pair_undo would take
-	 * back: no rings, no ports, no half a pair. */
+	/* Bad arguments make nothing: no rings, no ports, no half a pair. */
 	for (int i = 0; i < 2; i++) {
 		const char *a = i ? devargs_b : devargs_a;
 
@@ -442,57 +450,65 @@ int droce_create_ring_pair(const char *devargs_a, const char *devargs_b)
 			return ret;
 		}
 	}
-	if (nb_pair_rings + 2 > DROCE_MAX_DEVS)
+	for (size_t i = 0; i < RTE_DIM(pairs) && p == NULL; i++)
+		if (!pairs[i].used)
+			p = &pairs[i];
+	if (p == NULL)
 		return -ENOSPC;
-	snprintf(name, sizeof(name), "droce_pair%u_ab", seq);
-	ab = rte_ring_create(name, ETH_RING_PAIR_SIZE, SOCKET_ID_ANY,
-			     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "droce_pair%u_ba", seq);
-	ba = rte_ring_create(name, ETH_RING_PAIR_SIZE, SOCKET_ID_ANY,
-			     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	if (ab == NULL || ba == NULL) {
-		rte_ring_free(ab);
-		rte_ring_free(ba);
+	p->used = true;
+	for (int i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "droce_pair%u_%s", seq,
+			 i ? "ba" : "ab");
+		p->ring[i] = rte_ring_create(name, ETH_RING_PAIR_SIZE,
+					     SOCKET_ID_ANY,
+					     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	}
+	if (p->ring[0] == NULL || p->ring[1] == NULL) {
+		pair_free(p);
 		return -ENOMEM;
 	}
-	pair_rings[nb_pair_rings++] = ab;
-	pair_rings[nb_pair_rings++] = ba;
-	snprintf(name, sizeof(name), "net_ring_droce%ua", seq);
-	pa = rte_eth_from_rings(name, &ba, 1, &ab, 1, SOCKET_ID_ANY);
-	snprintf(name, sizeof(name), "net_ring_droce%ub", seq);
-	pb = rte_eth_from_rings(name, &ab, 1, &ba, 1, SOCKET_ID_ANY);
+	for (int i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "net_ring_droce%u%c", seq,
+			 i ? 'b' : 'a');
+		/* a receives what b sends: ring b to a; a sends on a to b */
+		port[i] = rte_eth_from_rings(name, &p->ring[!i], 1,
+					     &p->ring[i], 1, SOCKET_ID_ANY);
+		/* (the port's own name: net_ring prefixes the one given) */
+		if (port[i] >= 0)
+			rte_eth_dev_get_name_by_port((uint16_t)port[i],
+						     p->port[i]);
+	}
 	seq++;
-	/* (the ports' own names: net_ring prefixes the one it was given) */
-	port_a[0] = port_b[0] = '\0';
-	if (pa >= 0)
-		rte_eth_dev_get_name_by_port((uint16_t)pa, port_a);
-	if (pb >= 0)
-		rte_eth_dev_get_name_by_port((uint16_t)pb, port_b);
-	if (pa < 0 || pb < 0) {
-		ret = -ENODEV;
-		goto undo;
+	if (port[0] < 0 || port[1] < 0) {
+		pair_free(p);
+		return -ENODEV;
 	}
 	/* The arguments parse, yet a device can still fail: an lcore that
 	 * is not a worker, an impairer's own arguments, no room left. Then
 	 * neither device stays: half a pair is no use, and its port, its
 	 * device slot and its rings would be gone for good. */
-	dev_a = droce_dev_create((uint16_t)pa, devargs_a ? devargs_a : "ip=198.18.0.1");
-	if (dev_a < 0) {
-		ret = dev_a;
-		goto undo;
+	for (int i = 0; i < 2; i++) {
+		const char *a = i ? devargs_b : devargs_a;
+
+		dev[i] = droce_dev_create((uint16_t)port[i], a ? a :
+					  i ? "ip=198.18.0.2" : "ip=198.18.0.1");
+		if (dev[i] < 0) {
+			ret = dev[i];
+			break;
+		}
+		droce_devs[dev[i]]->ring_pair = (uint8_t)(p - pairs + 1);
+		droce_devs[dev[i]]->ring_pair_side = (uint8_t)i;
+		p->open++;
 	}
-	ret = droce_dev_create((uint16_t)pb, devargs_b ? devargs_b : "ip=198.18.0.2");
-	if (ret >= 0)
+	if (dev[1] >= 0)
 		return 0;
-	pool_a = droce_devs[dev_a]->pool;
-	/* (port_b first: removing the last device frees every pair ring) */
-	pair_port_close(port_b);
-	if (droce_dev_remove_newest(dev_a) < 0) {
-		DROCE_LOG(ERR, "ring pair: its first device %d stays", dev_a);
+	/* (a's close frees the pair: it is its last open device) */
+	if (dev[0] >= 0 && droce_dev_destroy(dev[0]) < 0) {
+		DROCE_LOG(ERR, "ring pair: its first device %d stays", dev[0]);
 		return ret;
 	}
-undo:
-	pair_undo(port_a, port_b, ab, ba, pool_a);
+	if (p->used)
+		pair_free(p);
 	return ret;
 }
 
