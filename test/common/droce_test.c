@@ -14,6 +14,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 
 #include "droce.h"
 #include "droce_test.h"
@@ -163,6 +164,16 @@ double dt_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int dt_nb_ports(void)
+{
+	uint16_t p;
+	int n = 0;
+
+	RTE_ETH_FOREACH_DEV(p)
+		n++;
+	return n;
 }
 
 const char *dt_wc_status_name(enum ibv_wc_status s)

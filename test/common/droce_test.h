@@ -148,6 +148,9 @@ void dt_watchdog(unsigned int seconds);
 
 /* Monotonic seconds. */
 double dt_now(void);
+/* How many ethdev ports exist (what a refused or destroyed device's ports
+ * must give back). */
+int dt_nb_ports(void);
 
 /* ------------------------------------------------------------------ */
 /* Seeded RNG                                                          */

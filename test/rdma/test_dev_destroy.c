@@ -24,16 +24,6 @@
 
 #define LEN 4096
 
-static int nb_ports(void)
-{
-	uint16_t p;
-	int n = 0;
-
-	RTE_ETH_FOREACH_DEV(p)
-		n++;
-	return n;
-}
-
 /* The listed device of that name (NULL: none), from a fresh list. */
 static struct ibv_device *find_dev(struct ibv_device ***list, const char *name)
 {
@@ -118,7 +108,7 @@ int main(void)
 	CHECK_OK(droce_create_ring_pair("ip=198.18.3.3,name=dd_c",
 					"ip=198.18.3.4,name=dd_d"));
 	CHECK_EQ(droce_dev_count(), 4);
-	ports0 = nb_ports();
+	ports0 = dt_nb_ports();
 	open_named(&c, &list, "dd_c", 2);
 	open_named(&d, &list, "dd_d", 3);
 	traffic(&c, &d, "2 -> 3, all four devices there");
@@ -140,7 +130,7 @@ int main(void)
 	CHECK_OK(droce_dev_destroy(0));
 	CHECK_RET(droce_dev_destroy(0), -ENODEV);
 	CHECK_EQ(droce_dev_count(), 3);
-	CHECK_EQ(nb_ports(), ports0 - 1);
+	CHECK_EQ(dt_nb_ports(), ports0 - 1);
 	CHECK(find_dev(&list, "dd_a") == NULL);
 	CHECK(find_dev(&list, "dd_b") != NULL);
 	traffic(&c, &d, "2 -> 3, device 0 destroyed");
@@ -151,7 +141,7 @@ int main(void)
 	close_dev(&env.dev[1]);
 	CHECK_OK(droce_dev_destroy(1));
 	CHECK_EQ(droce_dev_count(), 2);
-	CHECK_EQ(nb_ports(), ports0 - 2);
+	CHECK_EQ(dt_nb_ports(), ports0 - 2);
 
 	/* A new pair takes indices 0 and 1, and both pairs carry traffic. */
 	CHECK_OK(droce_create_ring_pair("ip=198.18.3.5,name=dd_e",
@@ -193,17 +183,17 @@ int main(void)
 		CHECK_EQ(droce_dev_count(), 5);
 		if (i == 2) {
 			heap0 = dt_heap_bytes();
-			ports0 = nb_ports();
+			ports0 = dt_nb_ports();
 		}
 		if (i > 2) {
-			CHECK_EQ(nb_ports(), ports0);
+			CHECK_EQ(dt_nb_ports(), ports0);
 			if (dt_heap_bytes() > heap0)
 				DT_FAIL_(1, "cycle %d: the heap holds %zu bytes more than after cycle 2",
 					 i, dt_heap_bytes() - heap0);
 		}
 	}
 	printf("20 pairs made, used and destroyed: %d devices, %d ports, heap %zu bytes\n",
-	       droce_dev_count(), nb_ports(), dt_heap_bytes());
+	       droce_dev_count(), dt_nb_ports(), dt_heap_bytes());
 	traffic(&e, &f, "0 -> 1, after them");
 	traffic(&g, &h, "3 -> 4, after them");
 

@@ -50,27 +50,17 @@ static const char *const bad[] = {
 	"ip=198.18.2.9,idle_us=1x",
 };
 
-static int nb_ports(void)
-{
-	uint16_t p;
-	int n = 0;
-
-	RTE_ETH_FOREACH_DEV(p)
-		n++;
-	return n;
-}
-
 /* Refused, and nothing made. */
 static void refused(const char *a, const char *b, int devs, int ports)
 {
 	int ret = droce_create_ring_pair(a, b);
 
-	if (ret >= 0 || droce_dev_count() != devs || nb_ports() != ports)
+	if (ret >= 0 || droce_dev_count() != devs || dt_nb_ports() != ports)
 		printf("  (%s | %s): %d, %d devices, %d ports\n", a ? a : "NULL",
-		       b ? b : "NULL", ret, droce_dev_count(), nb_ports());
+		       b ? b : "NULL", ret, droce_dev_count(), dt_nb_ports());
 	CHECK(ret < 0);
 	CHECK_EQ(droce_dev_count(), devs);
-	CHECK_EQ(nb_ports(), ports);
+	CHECK_EQ(dt_nb_ports(), ports);
 }
 
 int main(void)
@@ -94,7 +84,7 @@ int main(void)
 	CHECK(memcmp(env.dev[1].gid[0].raw, gid0_b, 16) == 0);
 	CHECK(memcmp(env.dev[0].gid[1].raw, gid1_a, 16) == 0);
 	devs = droce_dev_count();
-	ports = nb_ports();
+	ports = dt_nb_ports();
 	CHECK_EQ(devs, 2);
 
 	/* Each key without a value (alone, after ip=, and before it). */
@@ -123,7 +113,7 @@ int main(void)
 		n += 2;
 	}
 	printf("%d refused pairs, nothing made: %d devices, %d ports\n", n,
-	       droce_dev_count(), nb_ports());
+	       droce_dev_count(), dt_nb_ports());
 
 	/* Still room for a good pair after all of them (a refused pair
 	 * used to take its two rings out of DROCE_MAX_DEVS for good). */
