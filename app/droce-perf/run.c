@@ -540,14 +540,14 @@ static int bw_client_post(struct bw_state *b, uint64_t now)
 		struct perf_qpstat *st = &s->st[q];
 		struct ibv_send_wr *w = &s->wr[q * pl];
 
-		if (!b->stopping && !bw_rl_open(&b->rl, now))
+		if (!bw_rl_open(&b->rl, now))
 			break;	/* between bursts: the QPs stay in line */
 		if (++b->rhead == s->nqps)
 			b->rhead = 0;
 		b->rcount--;
 		b->inq[q] = 0;
 		while (bw_can_post(b, st)) {
-			if (!b->stopping && !bw_rl_open(&b->rl, now)) {
+			if (!bw_rl_open(&b->rl, now)) {
 				bw_ready_push(b, q);	/* its turn comes again */
 				break;
 			}
@@ -657,6 +657,7 @@ static void bw_client_stop(struct bw_state *b)
 	struct perf_side *s = b->s;
 
 	b->stopping = true;
+	b->rl.on = false;	/* the closing WRs wait for no burst */
 	for (int q = 0; q < s->nqps; q++)
 		if (s->st[q].scnt > s->st[q].lastsig) {
 			b->closing++;
