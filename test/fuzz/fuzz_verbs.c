@@ -1325,6 +1325,19 @@ static void op_query(struct fz_in *in)
 	struct ibv_context *ctx = ctx_of(f);
 	uint8_t port = (f & 0x10) ? fz_u8(in) : 1;
 
+	/* A device destroyed under the program: the harness's two hold
+	 * contexts (EBUSY), every other index names none (ENODEV); either
+	 * way nothing may change. */
+	if (f & 0x20) {
+		int idx = (int8_t)fz_u8(in);
+		int want = idx == 0 || idx == 1 ? -EBUSY : -ENODEV;
+		int ret = droce_dev_destroy(idx);
+
+		if (ret != want || droce_dev_count() != 2)
+			DIE("droce_dev_destroy(%d) = %d, %d devices left; expected %d",
+			    idx, ret, droce_dev_count(), want);
+		return;
+	}
 	switch ((f >> 2) & 3) {
 	case 0: {
 		struct ibv_port_attr pa;
