@@ -10,7 +10,9 @@
  * tokens and timer cells). A ring pair whose two devices are destroyed
  * gives back its ports, rings and pools at once, while other devices
  * run: 20 pairs made, used and destroyed leave the ethdev port count and
- * the DPDK heap as they were (and never run out of ring pair slots).
+ * the DPDK heap as they were (and never run out of ring pair slots); a
+ * device destroyed while its frames wait in its peer's ring leaves them
+ * whole (its pool waits for the pair).
  */
 #include <stdio.h>
 #include <string.h>
@@ -91,6 +93,81 @@ static void traffic(struct dt_dev *x, struct dt_dev *y, const char *what)
 	CHECK_OK(ibv_dereg_mr(mx));
 	CHECK_OK(ibv_dereg_mr(my));
 	dt_rc_pair_close(&p);
+}
+
+/*
+ * A device destroyed with its frames still on the way: x sends WRITEs to
+ * y, whose link impairer holds what arrives for 300 ms; meanwhile x's QP,
+ * CQ, MR, PD and context go, and so does x. Only then does y take the
+ * frames, mbufs of x's pool, which must still be there (freed with x,
+ * they were zeroed memory: a NULL buffer). y places every one.
+ */
+static void frames_outlive_sender(struct ibv_device ***list)
+{
+	enum { N = 32 };
+	static uint8_t bx[N * 256], by[N * 256];
+	struct dt_dev x, y;
+	struct dt_conn_cfg cfg;
+	struct dt_qp_cfg qc;
+	struct droce_dev_stats st;
+	struct ibv_cq *cx, *cy;
+	struct ibv_qp *qx, *qy;
+	struct ibv_mr *mx, *my;
+	int ix;
+
+	CHECK_OK(droce_create_ring_pair("ip=198.18.3.11,name=dd_s",
+					"ip=198.18.3.12,name=dd_r,impair=rx_delay_us:300000"));
+	open_named(&x, list, "dd_s", 5);
+	open_named(&y, list, "dd_r", 6);
+	ix = 5;
+	cx = ibv_create_cq(x.ctx, 2 * N, NULL, NULL, 0);
+	cy = ibv_create_cq(y.ctx, 2 * N, NULL, NULL, 0);
+	CHECK_PTR(cx);
+	CHECK_PTR(cy);
+	dt_qp_cfg_default(&qc);
+	qc.max_send_wr = 2 * N;
+	qx = dt_qp_create(&x, cx, cx, &qc, NULL);
+	qy = dt_qp_create(&y, cy, cy, &qc, NULL);
+	CHECK_PTR(qx);
+	CHECK_PTR(qy);
+	dt_conn_cfg_default(&cfg);
+	dt_connect(&x, qx, 100, &y, qy, 200, &cfg);
+	mx = dt_reg_mr(x.pd, bx, sizeof(bx), DT_ACCESS_ALL);
+	my = dt_reg_mr(y.pd, by, sizeof(by), DT_ACCESS_ALL);
+	CHECK_PTR(mx);
+	CHECK_PTR(my);
+	dt_fill_random(bx, sizeof(bx));
+	memset(by, 0, sizeof(by));
+	for (int i = 0; i < N; i++)
+		dt_post_one(qx, IBV_WR_RDMA_WRITE, (uint64_t)i, bx + i * 256,
+			    256, mx->lkey, by + i * 256, my->rkey, 0);
+	/* sent, and held on y's side */
+	for (double t0 = dt_now(); dt_now() - t0 < 0.2;) {
+		CHECK_OK(droce_dev_stats_get(x.ctx, &st));
+		if (st.tx_pkts >= N)
+			break;
+	}
+	CHECK_CMP(st.tx_pkts, >=, (uint64_t)N);
+	CHECK_OK(droce_dev_stats_get(y.ctx, &st));
+	CHECK_EQ(st.rx_pkts, 0);
+	CHECK_OK(ibv_destroy_qp(qx));
+	CHECK_OK(ibv_destroy_cq(cx));
+	CHECK_OK(ibv_dereg_mr(mx));
+	close_dev(&x);
+	CHECK_OK(droce_dev_destroy(ix));
+	/* then y's delay ends: every WRITE lands, from a device gone */
+	for (double t0 = dt_now(); dt_now() - t0 < DT_WAIT_S;) {
+		CHECK_OK(droce_dev_stats_get(y.ctx, &st));
+		if (st.rx_pkts >= N)
+			break;
+	}
+	CHECK_EQ(st.rx_pkts, (uint64_t)N);
+	CHECK(memcmp(bx, by, sizeof(bx)) == 0);
+	CHECK_OK(ibv_destroy_qp(qy));
+	CHECK_OK(ibv_destroy_cq(cy));
+	CHECK_OK(ibv_dereg_mr(my));
+	close_dev(&y);
+	CHECK_OK(droce_dev_destroy(6));
 }
 
 int main(void)
@@ -192,6 +269,8 @@ int main(void)
 					 i, dt_heap_bytes() - heap0);
 		}
 	}
+	frames_outlive_sender(&list);
+	CHECK_EQ(dt_nb_ports(), ports0);
 	printf("20 pairs made, used and destroyed: %d devices, %d ports, heap %zu bytes\n",
 	       droce_dev_count(), dt_nb_ports(), dt_heap_bytes());
 	traffic(&e, &f, "0 -> 1, after them");
