@@ -1222,6 +1222,30 @@ static int check_atomic_slots(struct perf_side *me)
  * and read with -a sync once more first; send_bw in duration mode prints
  * its own only, as perftest 4.5).
  */
+/*
+ * The peer's figures, read from the exchange: of a size this end runs too
+ * (not -a: the one size; -a: one of its sizes), finite. Ends that were
+ * given different options (-q, the test, the transport) read each other's
+ * messages out of step: a QP's address read as a report printed a row of
+ * garbage and left both ends waiting for the other for good.
+ */
+static int peer_report_ok(const struct perf_bw_report *theirs, uint64_t size)
+{
+	bool ok = isfinite(theirs->bw_peak) && isfinite(theirs->bw_avg) &&
+		  isfinite(theirs->msg_rate);
+
+	if (size != 0)
+		ok = ok && theirs->size == size;
+	else
+		ok = ok && theirs->size >= 2 && theirs->size <= max_size() &&
+		     !(theirs->size & (theirs->size - 1));
+	if (!ok)
+		PERF_ERR("The peer's report does not fit this test (its size %" PRIu64
+			 "): were both ends given the same options?\n",
+			 theirs->size);
+	return ok ? 0 : -1;
+}
+
 static int remote_bw_size(struct perf_side *me, uint64_t size)
 {
 	bool client = me->is_client;
@@ -1245,7 +1269,8 @@ static int remote_bw_size(struct perf_side *me, uint64_t size)
 	if (opt.duplex && !(opt.verb == V_SEND && opt.duration > 0)) {
 		struct perf_bw_report mine = r;
 
-		if (oob_bw_reports(&r, &theirs, oob_rem_version))
+		if (oob_bw_reports(&r, &theirs, oob_rem_version) ||
+		    peer_report_ok(&theirs, size))
 			return -1;
 		report_bw_add(&r, &theirs);
 		report_bw_print(&r);
@@ -1291,7 +1316,8 @@ static int remote_bw(struct perf_side *me)
 		if (hs0(me))
 			return -1;
 		stats_get(me, &me->ds1);
-		if (oob_bw_reports(&mine, &theirs, oob_rem_version))
+		if (oob_bw_reports(&mine, &theirs, oob_rem_version) ||
+		    peer_report_ok(&theirs, nsizes() == 1 ? size_at(0) : 0))
 			return -1;
 		run_set_size(nsizes() == 1 ? size_at(0) : 0);	/* 0: -a */
 		report_passive_engine(me);

@@ -105,7 +105,10 @@ static int write_full(int fd, const void *p, size_t len)
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = write(fd, (const char *)p + done, len - done);
+		/* (a peer that hung up: EPIPE, not SIGPIPE's end of the
+		 * process) */
+		ssize_t n = send(fd, (const char *)p + done, len - done,
+				 MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;

@@ -499,6 +499,37 @@ if [ $AB = 1 ]; then
 		fail "DROCE_AB=0x1:99: counted anyway: $(echo "$out" | grep '^DROCE_AB ')"
 fi
 
+# Ends given different options read each other's messages out of step:
+# both must give up (exit 1) in bounded time, neither hang waiting for the
+# other nor die of SIGPIPE. -q 1 against -q 4 had the server print a QP's
+# address as a report and both wait for good; an RC send_bw server against
+# a UD client killed the client with SIGPIPE.
+mismatch() {
+	local label=$1 srv_args=$2 cli_args=$3 msg=$4 crc src
+	# (the arguments are words)
+	# shellcheck disable=SC2086
+	pair_server "$label" $srv_args || return 1
+	client_env
+	# shellcheck disable=SC2086
+	DROCE_EAL_ARGS=$CLIENT_EAL DROCE_DEVICES=$CLIENT_DEV \
+		timeout -k 2 "$left" "$BIN" $cli_args -p "$port" --kv 127.0.0.1 >"$CLI" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	rm -f "$sock"
+	if [ $crc -ne 1 ] || [ $src -ne 1 ]; then
+		fail "$label: exit codes client $crc, server $src, want 1 and 1"
+		tail -n 3 "$CLI" "$SRV" | sed 's/^/    /'
+	elif [ -n "$msg" ] && ! grep -q -- "$msg" "$SRV" "$CLI"; then
+		fail "$label: no '$msg'"
+	fi
+}
+mismatch mismatch-q "write_bw -q 1 -n 1000" "write_bw -q 4 -n 1000" \
+	"were both ends given the same options?"
+mismatch mismatch-ud "send_bw -n 1000" "send_bw -n 1000 -c UD -s 1024" ""
+mismatch mismatch-b "write_bw -n 1000 -b" "write_bw -n 1000 -b -q 2" \
+	"were both ends given the same options?"
+
 # A peer that sends a page size no page has (perftest's "cycle buffer",
 # which sizes each QP's slots): ignored, said so, nothing allocated for
 # it (2 GiB a slot, touched byte by byte, before). The peer is a few lines
