@@ -56,19 +56,38 @@ void oob_set_drive(struct perf_side *s)
  * short beside a TCP exchange, long beside an engine iteration. */
 #define OOB_DRIVE_US 50
 
+/*
+ * A message's bytes come in one write: once some have come, the rest not
+ * following within this long means the two ends read each other's
+ * messages out of step (given different options: one waits for the rest
+ * of a message the other never sends, while it waits for an answer), and
+ * would wait for each other for good. Before the first byte a wait is a
+ * peer at work (a passive server waits out the whole run).
+ */
+#define OOB_PART_WAIT_S 5
+
 static int read_full(int fd, void *p, size_t len)
 {
 	uint64_t drive_tsc = (uint64_t)(perf_tsc_hz() * OOB_DRIVE_US / 1e6);
+	uint64_t part_max = (uint64_t)(perf_tsc_hz() * OOB_PART_WAIT_S);
+	uint64_t part_at = 0;
 	size_t done = 0;
 
 	while (done < len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
 		if (perf_stop == 1)	/* stopped while waiting, not in a run */
 			return -1;
+		if (done > 0 && perf_tsc() - part_at > part_max) {
+			PERF_ERR("The peer sent %zu of a message's %zu bytes and stopped: were both ends given the same options?\n",
+				 done, len);
+			return -1;
+		}
+		if (done > 0 && !(drive_side && drive_side->app_mode) &&
+		    poll(&pfd, 1, 100) == 0)
+			continue;
 		if (drive_side && drive_side->app_mode) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
 			/* Keep the engine turning while the peer works. A
 			 * poll() between every two engine iterations made
 			 * this end answer a READ or atomic a system call
@@ -89,6 +108,7 @@ static int read_full(int fd, void *p, size_t len)
 		if (n <= 0)
 			return -1;
 		done += (size_t)n;
+		part_at = perf_tsc();
 	}
 	return 0;
 }
@@ -407,6 +427,16 @@ int oob_bw_reports(const struct perf_bw_report *mine,
 		return -1;
 	theirs->msg_rate = be_dbl(t);
 	return 0;
+}
+
+bool oob_abort(void)
+{
+	if (sock < 0)
+		return false;
+	(void)shutdown(sock, SHUT_RDWR);
+	close(sock);
+	sock = -1;
+	return true;
 }
 
 int oob_close(struct perf_dest *my, struct perf_dest *rem)

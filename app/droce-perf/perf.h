@@ -39,9 +39,11 @@
 #define PERF_DEF_QP_TIMEOUT	14
 #define PERF_DEF_DURATION	5	/* s: --run_infinitely's period */
 #define PERF_MIN_DURATION	0.001	/* s: -D's least (perftest's: 1) */
+#define PERF_ABORT_QUIET_S	0.3	/* s: a failed run's hang-up to exit */
 #define PERF_DEF_INLINE_WRITE	220
 #define PERF_DEF_INLINE_SEND	236
 #define PERF_MAX_SIZE		(1u << 23)	/* -a goes up to 8 MiB */
+#define PERF_MAX_MSG_SIZE	(1L << 31)	/* -s at most */
 #define PERF_CQ_MOD_SIZE_LIMIT	8192	/* bigger messages: signal each */
 #define PERF_ATOMIC_SIZE	8
 #define PERF_MIN_RNR_TIMER	12
@@ -335,6 +337,10 @@ int oob_mtu(enum ibv_mtu *mtu);
 int oob_bw_reports(const struct perf_bw_report *mine,
 		   struct perf_bw_report *theirs, double rem_version);
 int oob_close(struct perf_dest *my, struct perf_dest *rem);
+/* A run that failed: hang up first, so that the peer stops driving its
+ * engine (its next look at the exchange finds it closed) before this end
+ * tears down; true if there was an exchange to hang up. */
+bool oob_abort(void);
 void oob_set_drive(struct perf_side *s);
 bool oob_peer_ready(void);	/* the peer has written: it ended its run */
 extern double oob_rem_version;

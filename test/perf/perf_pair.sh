@@ -501,7 +501,8 @@ fi
 
 # Ends given different options read each other's messages out of step:
 # both must give up (exit 1) in bounded time, neither hang waiting for the
-# other nor die of SIGPIPE. -q 1 against -q 4 had the server print a QP's
+# other nor die of SIGPIPE, nor crash in memif when the other ends (a
+# failed run hangs up, then waits before its port goes). -q 1 against -q 4 had the server print a QP's
 # address as a report and both wait for good; an RC send_bw server against
 # a UD client killed the client with SIGPIPE.
 mismatch() {
@@ -525,10 +526,17 @@ mismatch() {
 	fi
 }
 mismatch mismatch-q "write_bw -q 1 -n 1000" "write_bw -q 4 -n 1000" \
-	"were both ends given the same options?"
+	"were both ends given the same"
 mismatch mismatch-ud "send_bw -n 1000" "send_bw -n 1000 -c UD -s 1024" ""
 mismatch mismatch-b "write_bw -n 1000 -b" "write_bw -n 1000 -b -q 2" \
-	"were both ends given the same options?"
+	"were both ends given the same"
+# (more QPs on the server: a read_bw pair waited 60 s, both ends, until a
+# timeout ended one; a latency server against a bandwidth client waited
+# for the rest of a message that never came)
+mismatch mismatch-q-read "read_bw -n 200 -q 2" "read_bw -n 200" \
+	"were both ends given the same -q?"
+mismatch mismatch-lat "atomic_lat -n 200" "atomic_bw -n 200" \
+	"and stopped: were both ends given the same options?"
 
 # A peer that sends a page size no page has (perftest's "cycle buffer",
 # which sizes each QP's slots): ignored, said so, nothing allocated for
