@@ -18,6 +18,7 @@
 #   DROCE_TEST_SEED       the seed (default: from the clock; printed)
 #   DROCE_PERF_OPT_RUNS   how many runs (default 40; the budget may end
 #                         them sooner, which is not a failure)
+#   DROCE_PERF_OPT_PAIRS  how many two-process pairs then (default 6)
 #   DROCE_TEST_EAL_MEM    EAL memory options (default: --in-memory when
 #                         hugepages are free, else --no-huge --no-shconf -m 512)
 
@@ -177,4 +178,94 @@ while [ "$N" -lt "$WANT" ]; do
 	[ $rc -eq 0 ] && RAN=$((${RAN:-0} + 1))
 done
 echo "$N runs: ${RAN:-0} ran to the end, $((N - ${RAN:-0})) refused or failed as allowed"
-finish "$N runs (seed $SEED)"
+
+# Then two processes (a memif pair, perftest's exchange on 127.0.0.1),
+# each end with its own options, the same ones half the time: ends given
+# different options read each other's messages out of step, and must
+# still both end (exit 0 or 1), the server within 12 s of the client.
+# A client that refused its options never connected: its server waits
+# for a client, as perftest's does, and is stopped. So is a server that
+# refused its own: no client runs.
+PAIRS=${DROCE_PERF_OPT_PAIRS:-6}
+PAIR_OPTS=("-q 2" "-q 4" "-s 64" "-s 4096" "-s 1000" "-b" "-c UC" "-c UD"
+	"-t 16" "-l 4" "-Q 7" "-a" "-D 0.3" "-I 64" "--use-srq" "-e" "-o 4"
+	"-A CMP_AND_SWAP" "-m 1024" "-r 64" "-x 0" "--reversed" "--mr_per_qp"
+	"--use_old_post_send")
+PAIR_S=$(time_budget 25)
+pair_args() {
+	local a="${TESTS[RANDOM % ${#TESTS[@]}]} -n 200"
+	for _ in $(seq $((RANDOM % 4))); do
+		a="$a ${PAIR_OPTS[RANDOM % ${#PAIR_OPTS[@]}]}"
+	done
+	echo "$a"
+}
+P=0
+if [ "$NPROC" -lt 2 ]; then
+	echo "pairs skipped: two processes need two cores"
+	PAIRS=0
+fi
+while [ "$P" -lt "$PAIRS" ]; do
+	LEFT=$((BUDGET - (SECONDS - START)))
+	[ "$LEFT" -ge $((PAIR_S + 15)) ] || { echo "budget reached after $P pairs"; break; }
+	P=$((P + 1))
+	sa=$(pair_args)
+	ca=$sa
+	[ $((RANDOM % 2)) = 0 ] || ca=$(pair_args)
+	sock=$WORK/memif.$P.sock
+	port=$(free_port) || { fail "pair $P: no free TCP port"; break; }
+	so=$WORK/pair$P.server
+	co=$WORK/pair$P.client
+	again="DROCE_TEST_SEED=$SEED pair $P: server '$sa', client '$ca'"
+	# shellcheck disable=SC2086
+	DROCE_EAL_ARGS="-l 0 --no-huge -m 256 --no-pci $LOG --file-prefix ${PREFIX}s --vdev=net_memif0,role=server,socket=$sock" \
+	DROCE_DEVICES="port=net_memif0,ip=198.18.0.1,lcore=app" \
+		timeout -k 2 "$PAIR_S" "$BIN" $sa -p "$port" >"$so" 2>&1 &
+	spid=$!
+	PIDS="$PIDS $spid"
+	t0=$SECONDS
+	until port_listening "$port" || ! kill -0 $spid 2>/dev/null ||
+		[ $((SECONDS - t0)) -gt 20 ]; do
+		sleep 0.05
+	done
+	crc=-
+	if port_listening "$port"; then
+		# shellcheck disable=SC2086
+		DROCE_EAL_ARGS="-l 1 --no-huge -m 256 --no-pci $LOG --file-prefix ${PREFIX}c --vdev=net_memif0,role=client,socket=$sock" \
+		DROCE_DEVICES="port=net_memif0,ip=198.18.0.2,lcore=app" \
+			timeout -k 2 "$PAIR_S" "$BIN" $ca -p "$port" 127.0.0.1 >"$co" 2>&1
+		crc=$?
+		if ! grep -q "local address" "$co"; then
+			kill $spid 2>/dev/null	# (never connected)
+		else
+			t0=$SECONDS
+			while kill -0 $spid 2>/dev/null && [ $((SECONDS - t0)) -lt 12 ]; do
+				sleep 0.1
+			done
+			if kill -0 $spid 2>/dev/null; then
+				fail "pair $P: the server still runs 12 s after its client ended"
+				echo "    $again"
+				kill $spid 2>/dev/null
+			fi
+		fi
+	else
+		kill $spid 2>/dev/null	# (refused its options, or never listened)
+	fi
+	wait $spid 2>/dev/null
+	src=$?
+	rm -f "$sock"
+	case $crc in
+	-|0|1) ;;
+	*) fail "pair $P: client exit code $crc"; echo "    $again"; tail -n 3 "$co" | sed 's/^/    /' ;;
+	esac
+	# (143: stopped by the test, as meant above)
+	case $src in
+	0|1|143) ;;
+	*) fail "pair $P: server exit code $src"; echo "    $again"; tail -n 3 "$so" | sed 's/^/    /' ;;
+	esac
+	if grep -Eq "runtime error|Sanitizer|check: FAILED" "$so" "$co" 2>/dev/null; then
+		fail "pair $P: $(grep -Ehm1 "runtime error|Sanitizer|check: FAILED" "$so" "$co")"
+		echo "    $again"
+	fi
+done
+[ "$PAIRS" -gt 0 ] && echo "$P pairs of two processes ended"
+finish "$N runs, $P pairs (seed $SEED)"
