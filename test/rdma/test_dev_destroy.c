@@ -58,6 +58,24 @@ static void open_named(struct dt_dev *d, struct ibv_device ***list,
 	dt_dev_open(d, dev);
 }
 
+/* A ring pair of the names given (b's devargs with `extra_b` too), both
+ * opened, at indices ia and ib; each pair on addresses of its own. */
+static void pair_open(struct ibv_device ***list, struct dt_dev *a,
+		      const char *na, int ia, struct dt_dev *b, const char *nb,
+		      int ib, const char *extra_b)
+{
+	static unsigned int host = 3;	/* (dt_init's pair has .1 and .2) */
+	char da[96], db[160];
+
+	snprintf(da, sizeof(da), "ip=198.18.3.%u,name=%s", host, na);
+	snprintf(db, sizeof(db), "ip=198.18.3.%u,name=%s%s", host + 1, nb,
+		 extra_b);
+	host = host < 250 ? host + 2 : 3;
+	CHECK_OK(droce_create_ring_pair(da, db));
+	open_named(a, list, na, ia);
+	open_named(b, list, nb, ib);
+}
+
 static void close_dev(struct dt_dev *d)
 {
 	CHECK_OK(ibv_dealloc_pd(d->pd));
@@ -113,13 +131,9 @@ static void frames_outlive_sender(struct ibv_device ***list)
 	struct ibv_cq *cx, *cy;
 	struct ibv_qp *qx, *qy;
 	struct ibv_mr *mx, *my;
-	int ix;
 
-	CHECK_OK(droce_create_ring_pair("ip=198.18.3.11,name=dd_s",
-					"ip=198.18.3.12,name=dd_r,impair=rx_delay_us:300000"));
-	open_named(&x, list, "dd_s", 5);
-	open_named(&y, list, "dd_r", 6);
-	ix = 5;
+	pair_open(list, &x, "dd_s", 5, &y, "dd_r", 6,
+		  ",impair=rx_delay_us:300000");
 	cx = ibv_create_cq(x.ctx, 2 * N, NULL, NULL, 0);
 	cy = ibv_create_cq(y.ctx, 2 * N, NULL, NULL, 0);
 	CHECK_PTR(cx);
@@ -154,7 +168,7 @@ static void frames_outlive_sender(struct ibv_device ***list)
 	CHECK_OK(ibv_destroy_cq(cx));
 	CHECK_OK(ibv_dereg_mr(mx));
 	close_dev(&x);
-	CHECK_OK(droce_dev_destroy(ix));
+	CHECK_OK(droce_dev_destroy(5));
 	/* then y's delay ends: every WRITE lands, from a device gone */
 	for (double t0 = dt_now(); dt_now() - t0 < DT_WAIT_S;) {
 		CHECK_OK(droce_dev_stats_get(y.ctx, &st));
@@ -182,12 +196,9 @@ int main(void)
 	/* devices 0 and 1, one engine lcore serving every device */
 	dt_init(&env, "test_dev_destroy", "ip=198.18.3.1,name=dd_a",
 		"ip=198.18.3.2,name=dd_b");
-	CHECK_OK(droce_create_ring_pair("ip=198.18.3.3,name=dd_c",
-					"ip=198.18.3.4,name=dd_d"));
+	pair_open(&list, &c, "dd_c", 2, &d, "dd_d", 3, "");
 	CHECK_EQ(droce_dev_count(), 4);
 	ports0 = dt_nb_ports();
-	open_named(&c, &list, "dd_c", 2);
-	open_named(&d, &list, "dd_d", 3);
 	traffic(&c, &d, "2 -> 3, all four devices there");
 
 	/* Not while a context or a PD holds it; no such index. */
@@ -221,10 +232,7 @@ int main(void)
 	CHECK_EQ(dt_nb_ports(), ports0 - 2);
 
 	/* A new pair takes indices 0 and 1, and both pairs carry traffic. */
-	CHECK_OK(droce_create_ring_pair("ip=198.18.3.5,name=dd_e",
-					"ip=198.18.3.6,name=dd_f"));
-	open_named(&e, &list, "dd_e", 0);
-	open_named(&f, &list, "dd_f", 1);
+	pair_open(&list, &e, "dd_e", 0, &f, "dd_f", 1, "");
 	traffic(&e, &f, "0 -> 1, indices given again");
 	traffic(&c, &d, "2 -> 3, beside them");
 
@@ -232,10 +240,7 @@ int main(void)
 	close_dev(&d);
 	CHECK_OK(droce_dev_destroy(3));
 	CHECK_EQ(droce_dev_count(), 3);
-	CHECK_OK(droce_create_ring_pair("ip=198.18.3.7,name=dd_g",
-					"ip=198.18.3.8,name=dd_h"));
-	open_named(&g, &list, "dd_g", 3);
-	open_named(&h, &list, "dd_h", 4);
+	pair_open(&list, &g, "dd_g", 3, &h, "dd_h", 4, "");
 	traffic(&g, &h, "3 -> 4");
 	traffic(&f, &e, "1 -> 0, beside them");
 
@@ -244,11 +249,8 @@ int main(void)
 	for (int i = 0; i < 20; i++) {
 		struct dt_dev x, y;
 
-		CHECK_OK(droce_create_ring_pair("ip=198.18.3.9,name=dd_x",
-						"ip=198.18.3.10,name=dd_y"));
 		/* (the lowest free indices: 0 to 4 are e, f, c, g, h) */
-		open_named(&x, &list, "dd_x", 5);
-		open_named(&y, &list, "dd_y", 6);
+		pair_open(&list, &x, "dd_x", 5, &y, "dd_y", 6, "");
 		traffic(&x, &y, "a pair made to go");
 		close_dev(&x);
 		close_dev(&y);
